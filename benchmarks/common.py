@@ -1,0 +1,49 @@
+"""Shared timing helpers and the result row of every benchmark."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["Row", "median_rate", "median_seconds"]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One comparison: ours against a peer, measured in the same run.
+
+    ``ours`` and ``peer`` are in ``unit``; ``higher_is_better`` says which way the ratio reads.
+    ``peer`` is ``None`` when the row has no peer (e.g. a physics bound reported alone).
+    """
+
+    benchmark: str
+    case: str
+    unit: str
+    ours: float
+    peer: float | None
+    peer_name: str
+    higher_is_better: bool = True
+
+    @property
+    def ratio(self) -> float | None:
+        """How many times better ours is than the peer (>1 means ours is better)."""
+        if self.peer is None or self.peer == 0 or self.ours == 0:
+            return None
+        return self.ours / self.peer if self.higher_is_better else self.peer / self.ours
+
+
+def median_seconds(fn: Callable[[], object], repeats: int) -> float:
+    """Median wall time of ``fn()`` over ``repeats`` calls, in seconds."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def median_rate(fn: Callable[[], object], work: int, repeats: int) -> float:
+    """Median rate of ``fn()``, which does ``work`` units per call, in units per second."""
+    return work / median_seconds(fn, repeats)
