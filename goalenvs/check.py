@@ -48,6 +48,10 @@ class _Skip(Exception):
     """A check cannot run because something it needs is missing (an earlier check says why)."""
 
 
+class _NotApplicable(_Skip):
+    """A check that does not apply to this kind of env (left out of the report)."""
+
+
 @dataclass(frozen=True)
 class CheckResult:
     """The verdict of one check: ``status`` is ``"pass"``, ``"warn"`` or ``"fail"``."""
@@ -127,9 +131,15 @@ class CheckReport:
             body = textwrap.wrap(r.message, width=max(40, width - len(indent))) or [""]
             lines.append(head + body[0])
             lines.extend(indent + b for b in body[1:])
+        reasons: dict[str, list[str]] = {}
         for name, why in self.skipped:
-            body = textwrap.wrap(f"not run: {why}", width=max(40, width - len(indent)))
-            lines.append(f"{'SKIP':<4}  {name:<{name_w}}  " + body[0])
+            reasons.setdefault(why, []).append(name)
+        for why, names in reasons.items():
+            body = textwrap.wrap(f"{', '.join(names)} not run: {why}", width=max(40, width - len(indent)))
+            lines.append(
+                f"{'SKIP':<4}  {'(' + str(len(names)) + ' check' + 's' * (len(names) > 1) + ')':<{name_w}}  "
+                + body[0]
+            )
             lines.extend(indent + b for b in body[1:])
         lines.append("")
         lines.append(self.summary())
@@ -145,12 +155,27 @@ class CheckReport:
 
 def _fmt(x: Any, limit: int = 60) -> str:
     """A short one-line rendering of a value for messages."""
+    if isinstance(x, (np.ndarray, np.number, float, int)) and np.size(x) == 1 and not isinstance(x, bool):
+        value = np.asarray(x).reshape(())
+        if np.issubdtype(value.dtype, np.number):
+            return f"{value.item() + 0:.6g}"  # + 0 turns -0.0 into 0.0
     if isinstance(x, np.ndarray) or np.isscalar(x):
         text = np.array2string(np.asarray(x), precision=4, threshold=8, edgeitems=3, separator=", ")
     else:
         text = repr(x)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe_space(space: Any) -> str:
+    """A short rendering of a space (a Box's full bound arrays would swamp a message)."""
+    if isinstance(space, spaces.Dict):
+        return "Dict(" + ", ".join(f"{k}: {_describe_space(v)}" for k, v in space.spaces.items()) + ")"
+    if isinstance(space, spaces.Box):
+        low, high = np.unique(space.low), np.unique(space.high)
+        bounds = f"{low[0]:g}..{high[0]:g}, " if low.size == 1 and high.size == 1 else ""
+        return f"Box({bounds}shape {space.shape}, {space.dtype})"
+    return str(space)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -624,7 +649,8 @@ def check_wrapper_keeps_goals(ctx: _Context) -> Verdict:
         names = ", ".join(_name(w) for w in changers)
         return "fail", (
             f"wrapper {names} changes the observation space above {provider_name}, which defines "
-            f"compute_reward: {provider.observation_space} becomes {ctx.layers[0].observation_space}. " + fix
+            f"compute_reward: {_describe_space(provider.observation_space)} becomes "
+            f"{_describe_space(ctx.layers[0].observation_space)}. " + fix
         )
     # A wrapper can rescale goals and keep the space: try its observation() on sampled observations.
     inner_space = copy.deepcopy(provider.observation_space)
@@ -768,8 +794,16 @@ def check_is_success(ctx: _Context) -> Verdict:
 def check_achieved_goal_in_desired_space(ctx: _Context) -> Verdict:
     """HER writes achieved goals into the desired_goal slot, so they must fit its space."""
     dg_space = ctx.space["desired_goal"]
+
+    def inside(goal: np.ndarray) -> bool:
+        if isinstance(dg_space, spaces.Box):  # bounds matter here; a wrong dtype is observations_in_space's
+            return goal.shape == dg_space.shape and bool(
+                np.all((goal >= dg_space.low) & (goal <= dg_space.high))
+            )
+        return dg_space.contains(goal)
+
     for tr in ctx.transitions:
-        if not dg_space.contains(tr.ag):
+        if not inside(tr.ag):
             return "warn", (
                 f"achieved goal {_fmt(tr.ag)} (step {tr.step}) lies outside the desired_goal space "
                 f"{dg_space}. HER puts achieved goals where desired goals go, so relabelled observations "
@@ -828,22 +862,24 @@ def check_reward_contract(ctx: _Context) -> Verdict:
             "steps.",
         )
     tr, value = bad[0]
-    hint = ""
+    cause = (
+        " Likely cause: step adds a term compute_reward lacks (a collision or action penalty), or uses a "
+        "goal other than the observation's."
+    )
     try:
         before = _call(fn, tr.prev_ag, tr.dg, tr.info)
         if before.size == 1 and _close(before.reshape(()), np.asarray(tr.reward, dtype=np.float64)):
-            hint = (
+            cause = (
                 " The step reward equals compute_reward of the achieved goal *before* the step: step "
                 "computes the reward before applying the action, but r_t depends on s_{t+1}."
             )
-    except Exception:  # noqa: BLE001 - the hint is optional
+    except Exception:  # noqa: BLE001 - the better cause is optional
         pass
     return "fail", (
         f"at {len(bad)} of {len(ctx.transitions)} steps the reward from step differs from compute_reward("
         f"obs['achieved_goal'], obs['desired_goal'], info); first at step {tr.step}: step gave "
-        f"{_fmt(tr.reward)}, compute_reward gives {_fmt(value)}.{hint}{_wrapper_hint(ctx)} Likely cause: "
-        "step adds a term compute_reward lacks (a collision or action penalty), or uses a goal other than "
-        "the observation's. HER relabels with compute_reward, so it would learn from rewards the env never "
+        f"{_fmt(tr.reward)}, compute_reward gives {_fmt(value)}.{cause}{_wrapper_hint(ctx)} "
+        "HER relabels with compute_reward, so it would learn from rewards the env never "
         "gives. Fix: have step return self.compute_reward(obs['achieved_goal'], obs['desired_goal'], info) "
         "and move any extra term into compute_reward (reading what it needs from info)."
     )
@@ -939,7 +975,7 @@ def check_compute_reward_vectorized(ctx: _Context) -> Verdict:
 def check_vector_batch_reward(ctx: _Context) -> Verdict:
     """On a vector env's step batch, compute_reward has shape (num_envs,) and equals the rewards."""
     if not ctx.vector:
-        raise _Skip("only for vector envs")
+        raise _NotApplicable("only for vector envs")
     fn = ctx.fn("compute_reward")
     assert ctx.events is not None
     n = ctx.num_envs
@@ -1307,11 +1343,15 @@ def check_goal_env(env: gym.Env | gym.vector.VectorEnv, *, n_steps: int = 200, s
     blocked: dict[Callable[[_Context], Verdict], str] = {}
     for check in CHECKS:
         name = check.__name__.removeprefix("check_")
+        if check is check_vector_batch_reward and not ctx.vector:
+            continue
         if check in blocked:
             report.skipped.append((name, blocked[check]))
             continue
         try:
             status, message = check(ctx)
+        except _NotApplicable:
+            continue
         except _Skip as why:
             report.skipped.append((name, str(why)))
             continue

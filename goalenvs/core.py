@@ -96,9 +96,7 @@ def info_values(info: Any, key: str, batch_shape: tuple[int, ...], default: Any 
             else:
                 values.append(item[key])
         return np.asarray(values).reshape(infos.shape).reshape(batch_shape)
-    raise TypeError(
-        f"info must be None, a dict, or a sequence/array of dicts, got {type(info).__name__}"
-    )
+    raise TypeError(f"info must be None, a dict, or a sequence/array of dicts, got {type(info).__name__}")
 
 
 class GoalEnv(gym.Env[ObsT, ActT], Generic[ObsT, ActT]):
