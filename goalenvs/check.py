@@ -508,6 +508,7 @@ class _Context:
                 obs_i = _slice_obs(ev.obs, i)
                 if self.autoreset == "NextStep" and pending[i]:
                     valid[i] = False
+                    pending[i] = False
                     new_episode(i, obs_i)
                     continue
                 done = bool(terminated[i] or truncated[i])
@@ -630,10 +631,23 @@ def check_wrapper_keeps_goals(ctx: _Context) -> Verdict:
     if found is None:
         raise _Skip("the env defines no compute_reward")
     _, provider_name, p = found
-    if p == 0 or p >= len(ctx.layers):
+    if p == 0:
         return (
             "pass",
             f"compute_reward comes from the outermost layer ({provider_name}); no wrapper sits above it.",
+        )
+    if p >= len(ctx.layers):  # a vector env's sub-env: compare what the batch shows with what it expects
+        provider_space = getattr(found[0], "__self__", None)
+        provider_space = getattr(provider_space, "observation_space", None)
+        if provider_space is not None and provider_space != ctx.space:
+            return "fail", (
+                f"the vector env's observations ({_describe_space(ctx.space)}) differ from what "
+                f"{provider_name}, which defines compute_reward, produces ({_describe_space(provider_space)}): a wrapper "
+                "changes them. Fix: keep observation-changing wrappers off the env HER sees."
+            )
+        return (
+            "pass",
+            f"the vector env passes {provider_name}'s goals, which compute_reward expects, unchanged.",
         )
     provider = ctx.layers[p]
     above = ctx.layers[:p]
@@ -680,6 +694,13 @@ def check_wrapper_keeps_goals(ctx: _Context) -> Verdict:
 
 def check_compute_reward_defined(ctx: _Context) -> Verdict:
     found = ctx.find("compute_reward")
+    if found is None and ctx.vector and not getattr(ctx.layers[-1], "envs", None):
+        return "fail", (
+            f"{_name(ctx.layers[-1])} defines no compute_reward and its sub-envs are out of reach (another "
+            "process, as with AsyncVectorEnv); HER must call compute_reward in-process on batches. Fix: "
+            "give the vector env a compute_reward (a native vector env, as goalenvs' are), or check a "
+            "SyncVectorEnv / a single env instead."
+        )
     if found is None:
         return "fail", (
             "neither the env nor any of its wrappers defines compute_reward(achieved_goal, desired_goal, "
@@ -1263,10 +1284,14 @@ def _step_difference(want: Sequence[Any], got: Sequence[Any]) -> str | None:
 
 
 def check_deepcopy(ctx: _Context) -> Verdict:
+    if ctx.vector:
+        raise _NotApplicable("vector envs are rebuilt from env functions; check a single env")
     return _copy_check(ctx, "copy.deepcopy(env)", copy.deepcopy, "warn")
 
 
 def check_pickle(ctx: _Context) -> Verdict:
+    if ctx.vector:
+        raise _NotApplicable("vector envs are rebuilt from env functions; check a single env")
     return _copy_check(
         ctx, "pickle.loads(pickle.dumps(env))", lambda e: pickle.loads(pickle.dumps(e)), "pass"
     )
@@ -1343,8 +1368,10 @@ def check_goal_env(env: gym.Env | gym.vector.VectorEnv, *, n_steps: int = 200, s
     blocked: dict[Callable[[_Context], Verdict], str] = {}
     for check in CHECKS:
         name = check.__name__.removeprefix("check_")
-        if check is check_vector_batch_reward and not ctx.vector:
-            continue
+        if (check is check_vector_batch_reward and not ctx.vector) or (
+            check in (check_deepcopy, check_pickle) and ctx.vector
+        ):
+            continue  # not applicable to this kind of env: leave it out of the report
         if check in blocked:
             report.skipped.append((name, blocked[check]))
             continue
