@@ -642,8 +642,9 @@ def check_wrapper_keeps_goals(ctx: _Context) -> Verdict:
         if provider_space is not None and provider_space != ctx.space:
             return "fail", (
                 f"the vector env's observations ({_describe_space(ctx.space)}) differ from what "
-                f"{provider_name}, which defines compute_reward, produces ({_describe_space(provider_space)}): a wrapper "
-                "changes them. Fix: keep observation-changing wrappers off the env HER sees."
+                f"{provider_name}, which defines compute_reward, produces "
+                f"({_describe_space(provider_space)}): a wrapper changes them. Fix: keep "
+                "observation-changing wrappers off the env HER sees."
             )
         return (
             "pass",
