@@ -1014,8 +1014,10 @@ def check_vector_batch_reward(ctx: _Context) -> Verdict:
             )
         if value.shape != (n,):
             return "fail", (
-                f"compute_reward on the vector env's step batch returns shape {value.shape}, not ({n},). "
-                "Fix: reduce over the last axis only."
+                f"compute_reward on the vector env's step batch (goals of shape "
+                f"{np.shape(ev.obs['achieved_goal'])}) returns shape {value.shape}, not ({n},). Likely "
+                "cause: a reduction over all axes (np.linalg.norm without axis=-1). Fix: reduce over the "
+                "last axis only."
             )
         mask = ev.valid
         if not _close(value[mask], np.asarray(ev.reward).reshape(n)[mask]):
