@@ -12,6 +12,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.env_util import make_vec_env
 
 import goalenvs  # noqa: F401  (registers the ids)
 
@@ -21,7 +22,8 @@ def load(run_dir: Path) -> tuple[BaseAlgorithm, dict]:
     from train import algorithms  # examples/ is on sys.path when this file runs as a script
 
     run = json.loads((run_dir / "run.json").read_text())
-    model = algorithms()[run["algo"]].load(run_dir / "model.zip", device="cpu")
+    env = make_vec_env(run["env"], n_envs=1, env_kwargs=run["env_kwargs"])  # a HER model loads with its env
+    model = algorithms()[run["algo"]].load(run_dir / "model.zip", env=env, device="cpu")
     return model, run
 
 
