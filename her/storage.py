@@ -1,0 +1,536 @@
+"""Episode-aware ring storage for Hindsight Experience Replay, free of any RL framework.
+
+Layout
+------
+Transitions live in ring arrays of ``T = capacity // n_envs`` rows per environment, all environments
+writing one row per ``add`` (the same lockstep layout as stable-baselines3, so ``capacity`` means the
+same thing). The arrays are flat, index ``row * n_envs + env``, so a batch gathers with one ``np.take``
+per field.
+
+Each observation is stored **once**. Within an episode the next observation of step ``t`` is the
+observation of step ``t + 1``, i.e. the row after it. Only the next observation of an episode's last
+step (the terminal observation, which is never the observation of any stored step) is kept apart, in
+a small per-episode table. For 50-step episodes this halves the observation memory compared with
+storing ``obs`` and ``next_obs`` side by side.
+
+Episodes
+--------
+Every row records the ordinal of the episode it belongs to (episodes are numbered per environment,
+0, 1, 2, ...). An episode's start row, length and terminal observation sit in a per-environment table
+indexed by ``ordinal mod E``; ``E`` is a power of two that doubles whenever more episodes of one env
+are live at once (so short episodes never evict long-lived ones).
+
+Per environment, the episodes that may be sampled are the complete ones still whole in the ring.
+Because rows are written in order, they form one contiguous (circular) window of rows: from the start
+of the oldest whole episode to the row before the current, unfinished episode. Sampling is then
+O(batch): draw a uniform index among all sampleable transitions, map it to ``(env, row)`` through
+the per-env window sizes, and read the episode's bounds from the table. Nothing scans the buffer.
+
+When the ring overwrites the first row of an episode, the whole episode leaves the window at once
+(the oldest episode is dropped before any of its rows could be sampled in a damaged state). To keep
+``add`` cheap, this check runs only on rows where some episode starts (a one-byte mark per row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from her.strategies import GoalSelectionStrategy, parse_strategy, sample_goal_steps
+
+__all__ = ["GoalFn", "HerStorage"]
+
+#: ``fn(achieved_goal, desired_goal, infos) -> array of shape (B,)``, as ``GoalEnv.compute_reward``.
+GoalFn = Callable[[np.ndarray, np.ndarray, Any], Any]
+
+_GOAL_KEYS = ("achieved_goal", "desired_goal")
+_INITIAL_EPISODE_SLOTS = 16
+
+
+def _field_specs(observation_space: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """``{key: (shape, dtype)}`` from a ``spaces.Dict`` or a mapping of ``(shape, dtype)`` pairs."""
+    if isinstance(observation_space, spaces.Dict):
+        items = [(key, (space.shape, space.dtype)) for key, space in observation_space.spaces.items()]
+    elif isinstance(observation_space, Mapping):
+        items = list(observation_space.items())
+    else:
+        raise TypeError(
+            "observation_space must be a gymnasium.spaces.Dict or a mapping {key: (shape, dtype)}, "
+            f"got {type(observation_space).__name__}"
+        )
+    specs = {}
+    for key, spec in items:
+        try:
+            shape, dtype = spec
+            specs[key] = (tuple(int(d) for d in shape), np.dtype(dtype))
+        except (TypeError, ValueError):
+            raise TypeError(f"observation_space[{key!r}] has no usable (shape, dtype), got {spec!r}") from None
+    missing = [key for key in _GOAL_KEYS if key not in specs]
+    if missing:
+        raise ValueError(
+            f"observation_space lacks the key(s) {missing}; HER needs 'achieved_goal' and 'desired_goal' "
+            f"(it has {list(specs)})"
+        )
+    if specs["achieved_goal"] != specs["desired_goal"]:
+        raise ValueError(
+            "observation_space['achieved_goal'] and ['desired_goal'] differ "
+            f"({specs['achieved_goal']} vs {specs['desired_goal']}); relabelling puts achieved goals in "
+            "place of desired goals, so they need the same shape and dtype"
+        )
+    return specs
+
+
+def _action_spec(action_space: Any) -> tuple[tuple[int, ...], np.dtype]:
+    if isinstance(action_space, spaces.Space):
+        if action_space.shape is None or action_space.dtype is None:
+            raise TypeError(f"action_space {action_space} has no fixed shape and dtype")
+        return tuple(action_space.shape), np.dtype(action_space.dtype)
+    try:
+        shape, dtype = action_space
+        return tuple(int(d) for d in shape), np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"action_space must be a gymnasium Space or a (shape, dtype) pair, got {action_space!r}"
+        ) from None
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _split_infos(infos: Any, n_envs: int) -> list[Any]:
+    """Per-env info dicts from a list of dicts (SB3) or a dict of arrays (gymnasium vector envs)."""
+    if infos is None:
+        return [None] * n_envs
+    if isinstance(infos, Mapping):
+        # gymnasium vector envs: {key: array over envs, "_key": mask of envs that set it}.
+        per_env: list[dict[str, Any]] = [{} for _ in range(n_envs)]
+        for key, values in infos.items():
+            if key.startswith("_"):
+                continue
+            mask = infos.get("_" + key)
+            for env in range(n_envs):
+                if mask is None or mask[env]:
+                    per_env[env][key] = values[env]
+        return per_env
+    if isinstance(infos, Sequence) or isinstance(infos, np.ndarray):
+        if len(infos) != n_envs:
+            raise ValueError(f"infos must have one entry per env ({n_envs}), got {len(infos)}")
+        return list(infos)
+    raise TypeError(f"infos must be None, a list of dicts or a dict of arrays, got {type(infos).__name__}")
+
+
+class HerStorage:
+    """Replay storage with hindsight relabelling for any training loop (numpy in, numpy or torch out).
+
+    Args:
+        capacity: number of transitions kept (``capacity // n_envs`` steps per environment).
+        observation_space: the goal env's ``spaces.Dict`` (or ``{key: (shape, dtype)}``); it must hold
+            ``achieved_goal`` and ``desired_goal`` of the same shape and dtype.
+        action_space: the action space (or a ``(shape, dtype)`` pair).
+        reward_fn: ``reward_fn(achieved_goal, desired_goal, infos)`` returning rewards of shape ``(B,)``,
+            usually the env's ``compute_reward`` (see :meth:`from_env`). ``infos`` is the object array of
+            the stored info dicts when ``copy_info_dict`` is true, else ``None``. It may be set later
+            (attribute ``reward_fn``) but must be set before relabelled transitions are sampled.
+        n_envs: number of environments adding one transition each per :meth:`add`.
+        n_sampled_goal: ``k`` relabelled transitions per real one: a share ``1 - 1/(k+1)`` of each
+            batch is relabelled (the exact count of stable-baselines3: ``int(share * batch_size)``).
+        goal_selection_strategy: ``"future"`` (inclusive of the current step), ``"final"``, ``"episode"``
+            or a :class:`~her.strategies.GoalSelectionStrategy`.
+        copy_info_dict: keep each transition's info dict and pass them to ``reward_fn`` (slower; only
+            for envs whose reward reads the info).
+        recompute_terminated: for relabelled transitions, replace the stored ``terminated`` by
+            ``terminated_fn(next_achieved_goal, new_goal, infos)``: a transition that reaches its new goal
+            then ends the episode, as it would have online (stable-baselines3 keeps the stored flag, its
+            issue #627). Off by default for parity.
+        terminated_fn: the env's ``compute_terminated``; required when ``recompute_terminated`` is true.
+        device: ``None`` to sample numpy arrays, or a torch device (``"cpu"``, ``"cuda"``, ...) to sample
+            torch tensors there (torch is imported only then).
+        seed: seed of the storage's own ``np.random.Generator`` (an int, a ``SeedSequence``, a
+            ``Generator``, or ``None`` for fresh entropy). NumPy's global random state is never used.
+
+    Data flow: :meth:`add` takes one step of every env, as gymnasium returns it; :meth:`sample` returns
+    ``{"observations": {key: (B, ...)}, "actions", "rewards", "next_observations": {key: ...},
+    "terminateds", "truncateds", "relabelled"}`` (rewards and flags as float32, ``relabelled`` bool).
+    The last ``int(share * B)`` entries are the relabelled ones.
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        observation_space: spaces.Dict | Mapping[str, tuple[tuple[int, ...], Any]],
+        action_space: spaces.Space | tuple[tuple[int, ...], Any],
+        reward_fn: GoalFn | None,
+        *,
+        n_envs: int = 1,
+        n_sampled_goal: int = 4,
+        goal_selection_strategy: GoalSelectionStrategy | str = "future",
+        copy_info_dict: bool = False,
+        recompute_terminated: bool = False,
+        terminated_fn: GoalFn | None = None,
+        device: Any = None,
+        seed: int | np.random.SeedSequence | np.random.Generator | None = None,
+    ) -> None:
+        capacity = _positive_int("capacity", capacity)
+        self.n_envs = _positive_int("n_envs", n_envs)
+        self.n_sampled_goal = _positive_int("n_sampled_goal", n_sampled_goal, minimum=0)
+        self.goal_selection_strategy = parse_strategy(goal_selection_strategy)
+        # Same expression as stable-baselines3, so int(her_ratio * batch_size) agrees to the last bit.
+        self.her_ratio = 1 - (1.0 / (self.n_sampled_goal + 1))
+        if reward_fn is not None and not callable(reward_fn):
+            raise TypeError(f"reward_fn must be callable, got {type(reward_fn).__name__}")
+        if recompute_terminated and terminated_fn is None:
+            raise ValueError(
+                "recompute_terminated=True needs terminated_fn (the env's compute_terminated); "
+                "pass it, or use HerStorage.from_env on an env that defines compute_terminated"
+            )
+        self.reward_fn = reward_fn
+        self.terminated_fn = terminated_fn
+        self.recompute_terminated = bool(recompute_terminated)
+        self.copy_info_dict = bool(copy_info_dict)
+        self.device = device
+        self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+        self._obs_specs = _field_specs(observation_space)
+        self._action_shape, self._action_dtype = _action_spec(action_space)
+        self.steps_per_env = max(capacity // self.n_envs, 1)
+        # Whether pickling keeps reward_fn / terminated_fn (adapters that re-resolve them say no).
+        self._pickle_functions = True
+        self._allocate()
+
+    @classmethod
+    def from_env(cls, env: Any, capacity: int, **kwargs: Any) -> HerStorage:
+        """Storage shaped for ``env`` (a gymnasium env or vector env, or a stable-baselines3 VecEnv).
+
+        Takes the spaces and number of envs from ``env`` and its ``compute_reward`` (and
+        ``compute_terminated`` when defined), resolved once to functions of this process (see
+        :mod:`her.envfns`). Other keyword arguments go to the constructor.
+        """
+        from her.envfns import resolve_env_function
+
+        obs_space = getattr(env, "single_observation_space", None) or env.observation_space
+        act_space = getattr(env, "single_action_space", None) or env.action_space
+        n_envs = int(getattr(env, "num_envs", 1))
+        reward_fn = kwargs.pop("reward_fn", None) or resolve_env_function(env, "compute_reward")
+        if reward_fn is None:
+            raise ValueError(
+                f"could not get compute_reward of {type(env).__name__} in this process; pass reward_fn="
+            )
+        if kwargs.get("terminated_fn") is None:
+            kwargs["terminated_fn"] = resolve_env_function(env, "compute_terminated")
+        kwargs.setdefault("n_envs", n_envs)
+        return cls(capacity, obs_space, act_space, reward_fn, **kwargs)
+
+    # ------------------------------------------------------------------ state
+    def _allocate(self) -> None:
+        n_rows = self.steps_per_env * self.n_envs
+        # np.zeros maps zero pages lazily: construction costs O(1) per array, not O(capacity).
+        self._obs = {key: np.zeros((n_rows, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()}
+        self._actions = np.zeros((n_rows, *self._action_shape), self._action_dtype)
+        self._rewards = np.zeros(n_rows, np.float32)
+        self._terminated = np.zeros(n_rows, bool)
+        self._truncated = np.zeros(n_rows, bool)
+        # Ordinal (per env) of the episode each row belongs to; -1 = never written.
+        self._episode = np.full(n_rows, -1, np.int64)
+        # True on rows where some env's episode starts: only there can `add` overwrite a first row.
+        self._starts = np.zeros(self.steps_per_env, bool)
+        self._starts[0] = True
+        self._infos = np.empty(n_rows, dtype=object) if self.copy_info_dict else None
+
+        n = self.n_envs
+        self._current = np.zeros(n, np.int64)  # ordinal of each env's unfinished episode
+        self._current_len = np.zeros(n, np.int64)  # rows it has written so far (at most steps_per_env)
+        self._oldest = np.zeros(n, np.int64)  # ordinal of the oldest complete episode still whole
+        self._valid = np.zeros(n, np.int64)  # transitions of the complete, whole episodes
+        # The next observation of each env's latest step: needed if its episode is cut short there.
+        self._pending = {key: np.zeros((n, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()}
+        self._allocate_episode_table(_INITIAL_EPISODE_SLOTS)
+        self.pos = 0
+        self.full = False
+
+    def _allocate_episode_table(self, slots: int) -> None:
+        self._slots = slots  # power of two: `ordinal & (slots - 1)` is `ordinal mod slots`
+        size = self.n_envs * slots
+        self._ep_start = np.zeros(size, np.int64)
+        self._ep_len = np.zeros(size, np.int64)
+        self._ep_final = {key: np.zeros((size, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()}
+
+    def reset(self) -> None:
+        """Forget every stored transition (keeps the generator's state)."""
+        self._allocate()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        if not self._pickle_functions:
+            state["reward_fn"] = None
+            state["terminated_fn"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def num_transitions(self) -> int:
+        """Transitions currently held (complete episodes or not)."""
+        return (self.steps_per_env if self.full else self.pos) * self.n_envs
+
+    @property
+    def num_sampleable(self) -> int:
+        """Transitions that :meth:`sample` can return: those of complete episodes still whole."""
+        return int(self._valid.sum())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of all arrays the storage holds (info dicts, when kept, not included)."""
+        arrays = [self._actions, self._rewards, self._terminated, self._truncated, self._episode, self._starts]
+        arrays += [self._ep_start, self._ep_len, self._current, self._current_len, self._oldest, self._valid]
+        arrays += [*self._obs.values(), *self._pending.values(), *self._ep_final.values()]
+        if self._infos is not None:
+            arrays.append(self._infos)
+        return int(sum(a.nbytes for a in arrays))
+
+    def episode_lengths(self) -> np.ndarray:
+        """Lengths of the complete episodes that can be sampled, per env concatenated (for inspection)."""
+        lengths = []
+        for env in range(self.n_envs):
+            ordinals = np.arange(self._oldest[env], self._current[env])
+            lengths.append(self._ep_len[env * self._slots + (ordinals & (self._slots - 1))])
+        return np.concatenate(lengths) if lengths else np.zeros(0, np.int64)
+
+    # ------------------------------------------------------------------ writing
+    def add(
+        self,
+        observations: Mapping[str, np.ndarray],
+        actions: np.ndarray,
+        rewards: np.ndarray,
+        terminateds: np.ndarray,
+        truncateds: np.ndarray,
+        infos: Any,
+        next_observations: Mapping[str, np.ndarray],
+    ) -> None:
+        """Store one step of every env (leading axis ``n_envs`` on every argument).
+
+        ``next_observations`` are the observations the step led to: for an env whose episode ended
+        (``terminated or truncated``) its final observation, not the reset one. Within an episode,
+        the next observation of a step is taken to be the observation passed with the following
+        ``add`` (that is what is stored); the one passed here serves if the episode ends or is cut.
+        """
+        n = self.n_envs
+        pos = self.pos
+        lo = pos * n
+        hi = lo + n
+        if self._starts[pos]:
+            self._before_overwrite(pos, lo, hi)
+        try:
+            for key, store in self._obs.items():
+                store[lo:hi] = observations[key]
+            for key, pending in self._pending.items():
+                pending[...] = next_observations[key]
+            self._actions[lo:hi] = actions
+        except (ValueError, KeyError) as error:
+            raise type(error)(
+                f"add() expects arrays with a leading axis of n_envs={n}: observations and next_observations "
+                f"as dicts with keys {list(self._obs)} of shapes {self._obs_specs}, actions of shape "
+                f"{(n, *self._action_shape)} ({error})"
+            ) from error
+        self._rewards[lo:hi] = rewards
+        terminated = self._terminated[lo:hi]
+        truncated = self._truncated[lo:hi]
+        terminated[:] = terminateds
+        truncated[:] = truncateds
+        self._episode[lo:hi] = self._current
+        if self._infos is not None:
+            self._infos[lo:hi] = _split_infos(infos, n)
+        self._current_len += 1
+        done = terminated | truncated
+        if done.any():
+            self._end_episodes(np.flatnonzero(done), pos, {key: self._pending[key][done] for key in self._pending})
+        pos += 1
+        if pos == self.steps_per_env:
+            pos = 0
+            self.full = True
+        self.pos = pos
+
+    def _before_overwrite(self, pos: int, lo: int, hi: int) -> None:
+        """Row ``pos`` is about to be written for every env: drop the episodes that start there."""
+        ordinals = self._episode[lo:hi]
+        dropped = (ordinals >= self._oldest) & (ordinals < self._current)
+        if dropped.any():
+            envs = np.flatnonzero(dropped)
+            slots = envs * self._slots + (ordinals[envs] & (self._slots - 1))
+            self._valid[envs] -= self._ep_len[slots]
+            self._oldest[envs] = ordinals[envs] + 1
+        # An unfinished episode as long as the ring is now losing its first step: it keeps its latest
+        # steps, and starts one row later.
+        own = ordinals == self._current
+        if own.any():
+            self._current_len[own] -= 1
+            self._starts[(pos + 1) % self.steps_per_env] = True
+        # Episodes (of any env) still starting here after this write: those that start with it.
+        self._starts[pos] = bool((self._current_len == 0).any())
+
+    def _end_episodes(self, envs: np.ndarray, last_row: int, finals: Mapping[str, np.ndarray]) -> None:
+        """Close the unfinished episodes of ``envs`` whose last step is ``last_row``."""
+        ordinals = self._current[envs]
+        while (ordinals - self._oldest[envs] >= self._slots).any():
+            self._grow_episode_table()
+        slots = envs * self._slots + (ordinals & (self._slots - 1))
+        lengths = self._current_len[envs]
+        self._ep_start[slots] = (last_row + 1 - lengths) % self.steps_per_env
+        self._ep_len[slots] = lengths
+        for key, final in self._ep_final.items():
+            final[slots] = finals[key]
+        self._valid[envs] += lengths
+        self._current[envs] += 1
+        self._current_len[envs] = 0
+        self._starts[(last_row + 1) % self.steps_per_env] = True
+
+    def _grow_episode_table(self) -> None:
+        """Double the per-env episode slots, moving every live episode to ``ordinal mod 2E``."""
+        old_slots = self._slots
+        old_start, old_len, old_final = self._ep_start, self._ep_len, self._ep_final
+        self._allocate_episode_table(old_slots * 2)
+        ordinals = self._oldest[:, None] + np.arange(old_slots)[None, :]  # (n_envs, old_slots)
+        live = ordinals < self._current[:, None]
+        envs = np.broadcast_to(np.arange(self.n_envs)[:, None], ordinals.shape)[live]
+        ordinals = ordinals[live]
+        src = envs * old_slots + (ordinals & (old_slots - 1))
+        dst = envs * self._slots + (ordinals & (self._slots - 1))
+        self._ep_start[dst] = old_start[src]
+        self._ep_len[dst] = old_len[src]
+        for key, final in self._ep_final.items():
+            final[dst] = old_final[key][src]
+
+    def end_episodes(self) -> np.ndarray:
+        """Cut every env's unfinished episode at its latest stored step, marking that step truncated.
+
+        Its next observation (passed with that step) becomes the episode's final observation, so the
+        episode can be sampled and relabelled. Used after loading a buffer saved mid-episode when
+        the next steps will not continue that episode. Returns the indices of the envs that were cut.
+        """
+        envs = np.flatnonzero(self._current_len > 0)
+        if envs.size:
+            last_row = (self.pos - 1) % self.steps_per_env
+            self._truncated[last_row * self.n_envs + envs] = True
+            self._end_episodes(envs, last_row, {key: pending[envs] for key, pending in self._pending.items()})
+        return envs
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self, batch_size: int) -> dict[str, Any]:
+        """Sample ``batch_size`` transitions of complete episodes, the last ``int(share * B)`` relabelled.
+
+        Returns numpy arrays, or torch tensors on ``device`` when one was given.
+        """
+        batch = self.sample_arrays(batch_size)
+        if self.device is None:
+            return batch
+        return _to_torch(batch, self.device)
+
+    def sample_arrays(self, batch_size: int) -> dict[str, Any]:
+        """:meth:`sample`, always as numpy arrays."""
+        batch_size = _positive_int("batch_size", batch_size)
+        n, steps, slots = self.n_envs, self.steps_per_env, self._slots
+        counts = self._valid
+        total = int(counts.sum())
+        if total == 0:
+            raise RuntimeError(
+                "Unable to sample before the end of the first episode. We recommend choosing a value "
+                "for learning_starts that is greater than the maximum number of timesteps in the environment."
+            )
+        rng = self.rng
+        # Uniform over all sampleable transitions, like stable-baselines3, without listing them:
+        # a draw in [0, total) names an env (by cumulative window sizes) and an offset in its window.
+        draws = rng.integers(0, total, size=batch_size)
+        window_start = self._ep_start[np.arange(n) * slots + (self._oldest & (slots - 1))]
+        if n == 1:
+            envs = np.zeros(batch_size, np.int64)
+            rows = (window_start[0] + draws) % steps
+        else:
+            ends = np.cumsum(counts)
+            envs = np.searchsorted(ends, draws, side="right")
+            rows = (window_start[envs] + draws - (ends - counts)[envs]) % steps
+        flat = rows * n + envs
+        slot = envs * slots + (self._episode[flat] & (slots - 1))
+        ep_start = self._ep_start[slot]
+        ep_len = self._ep_len[slot]
+        step = (rows - ep_start) % steps
+
+        observations = {key: np.take(store, flat, axis=0) for key, store in self._obs.items()}
+        # The next observation is the next row's, except after an episode's last step (kept apart).
+        last = np.flatnonzero(step == ep_len - 1)
+        next_flat = ((rows + 1) % steps) * n + envs
+        next_observations = {key: np.take(store, next_flat, axis=0) for key, store in self._obs.items()}
+        if last.size:
+            for key, final in self._ep_final.items():
+                next_observations[key][last] = final[slot[last]]
+        rewards = self._rewards[flat]
+        terminated = self._terminated[flat].astype(np.float32)
+        truncated = self._truncated[flat].astype(np.float32)
+        relabelled = np.zeros(batch_size, bool)
+
+        n_relabel = int(self.her_ratio * batch_size)
+        if n_relabel:
+            v = slice(batch_size - n_relabel, batch_size)
+            relabelled[v] = True
+            goals = self._sample_goals(
+                envs[v], slot[v], ep_start[v], step[v], ep_len[v]
+            )
+            observations["desired_goal"][v] = goals
+            # The goal is part of the state: the next observation pursues the same new goal.
+            next_observations["desired_goal"][v] = goals
+            infos = self._infos[flat[v]] if self._infos is not None else None
+            if self.reward_fn is None:
+                raise RuntimeError(
+                    "this HerStorage has no reward_fn; set storage.reward_fn = env.compute_reward "
+                    "(or use HerStorage.from_env) before sampling relabelled transitions"
+                )
+            # r_t depends on the state s_{t+1} the action led to, so the reward of the relabelled
+            # transition compares the *next* achieved goal with the new goal.
+            achieved = next_observations["achieved_goal"][v]
+            new_rewards = np.asarray(self.reward_fn(achieved, goals, infos), dtype=np.float32)
+            rewards[v] = new_rewards.reshape(n_relabel)
+            if self.recompute_terminated:
+                assert self.terminated_fn is not None  # checked in __init__
+                flags = np.asarray(self.terminated_fn(achieved, goals, infos), dtype=np.float32)
+                terminated[v] = flags.reshape(n_relabel)
+        return {
+            "observations": observations,
+            "actions": np.take(self._actions, flat, axis=0),
+            "rewards": rewards,
+            "next_observations": next_observations,
+            "terminateds": terminated,
+            "truncateds": truncated,
+            "relabelled": relabelled,
+        }
+
+    def _sample_goals(
+        self, envs: np.ndarray, slot: np.ndarray, ep_start: np.ndarray, step: np.ndarray, ep_len: np.ndarray
+    ) -> np.ndarray:
+        """New goals: the next achieved goal of a step of the same episode chosen by the strategy."""
+        goal_step = sample_goal_steps(self.goal_selection_strategy, step, ep_len, self.rng)
+        # The next achieved goal of step j is the achieved goal of row j + 1 of the same episode, or,
+        # for the episode's last step, the final observation's (kept in the episode table).
+        rows = (ep_start + goal_step + 1) % self.steps_per_env
+        goals = np.take(self._obs["achieved_goal"], rows * self.n_envs + envs, axis=0)
+        last = np.flatnonzero(goal_step == ep_len - 1)
+        if last.size:
+            goals[last] = self._ep_final["achieved_goal"][slot[last]]
+        return goals
+
+
+def _to_torch(batch: dict[str, Any], device: Any) -> dict[str, Any]:
+    import torch
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: convert(item) for key, item in value.items()}
+        return torch.as_tensor(value, device=device)
+
+    return {key: convert(value) for key, value in batch.items()}
