@@ -1,4 +1,4 @@
-"""``HerReplayBuffer``: a drop-in for ``stable_baselines3.HerReplayBuffer``, thin over :class:`her.HerStorage`.
+"""``HerReplayBuffer``: drop-in for ``stable_baselines3.HerReplayBuffer``, thin over :class:`her.HerStorage`.
 
 Use it exactly as stable-baselines3's::
 
@@ -96,7 +96,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         # replace (including one info dict per transition). We set the attributes SB3 code reads.
         if not isinstance(observation_space, spaces.Dict):
             raise TypeError(
-                f"HerReplayBuffer needs a spaces.Dict observation space, got {type(observation_space).__name__}"
+                "HerReplayBuffer needs a spaces.Dict observation space, "
+                f"got {type(observation_space).__name__}"
             )
         if optimize_memory_usage:
             raise ValueError(
@@ -125,7 +126,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         action_dtype = ReplayBuffer._maybe_cast_dtype(action_space.dtype)
         if seed is None:
             # Algorithms seed NumPy's global state before building the buffer: derive ours from it once.
-            seed = int(np.random.randint(0, 2**31 - 1))
+            seed = int(np.random.randint(0, 2**31 - 1))  # noqa: NPY002  (read once, on purpose)
         self._storage = HerStorage(
             buffer_size,
             fields,
@@ -169,7 +170,9 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         )
 
     @staticmethod
-    def _resolve(env: VecEnv | None, name: str, given: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    def _resolve(
+        env: VecEnv | None, name: str, given: Callable[..., Any] | None
+    ) -> Callable[..., Any] | None:
         if given is not None:
             return given
         if env is None:
@@ -182,7 +185,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         warnings.warn(
             f"could not get {name} of the env in this process (its envs run in other processes and have no "
             f"spec to rebuild one from); falling back to env.env_method({name!r}) on every sample, which is "
-            f"slow. Make the env with gym.make / make_vec_env(env_id) or pass {name}= in replay_buffer_kwargs.",
+            "slow. Make the env with gym.make / make_vec_env(env_id) "
+            f"or pass {name}= in replay_buffer_kwargs.",
             stacklevel=3,
         )
         return _EnvMethod(env, name)
@@ -269,7 +273,9 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         return DictReplayBufferSamples(
             observations={key: th.as_tensor(value, device=device) for key, value in observations.items()},  # type: ignore[union-attr]
             actions=th.as_tensor(data["actions"], device=device),
-            next_observations={key: th.as_tensor(value, device=device) for key, value in next_observations.items()},  # type: ignore[union-attr]
+            next_observations={
+                key: th.as_tensor(value, device=device) for key, value in next_observations.items()
+            },  # type: ignore[union-attr]
             dones=th.as_tensor(dones.reshape(-1, 1), device=device),
             rewards=th.as_tensor(self._normalize_reward(data["rewards"].reshape(-1, 1), env), device=device),
         )

@@ -67,7 +67,9 @@ def _field_specs(observation_space: Any) -> dict[str, tuple[tuple[int, ...], np.
             shape, dtype = spec
             specs[key] = (tuple(int(d) for d in shape), np.dtype(dtype))
         except (TypeError, ValueError):
-            raise TypeError(f"observation_space[{key!r}] has no usable (shape, dtype), got {spec!r}") from None
+            raise TypeError(
+                f"observation_space[{key!r}] has no usable (shape, dtype), got {spec!r}"
+            ) from None
     missing = [key for key in _GOAL_KEYS if key not in specs]
     if missing:
         raise ValueError(
@@ -232,7 +234,9 @@ class HerStorage:
     def _allocate(self) -> None:
         n_rows = self.steps_per_env * self.n_envs
         # np.zeros maps zero pages lazily: construction costs O(1) per array, not O(capacity).
-        self._obs = {key: np.zeros((n_rows, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()}
+        self._obs = {
+            key: np.zeros((n_rows, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()
+        }
         self._actions = np.zeros((n_rows, *self._action_shape), self._action_dtype)
         self._rewards = np.zeros(n_rows, np.float32)
         self._terminated = np.zeros(n_rows, bool)
@@ -260,7 +264,9 @@ class HerStorage:
         size = self.n_envs * slots
         self._ep_start = np.zeros(size, np.int64)
         self._ep_len = np.zeros(size, np.int64)
-        self._ep_final = {key: np.zeros((size, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()}
+        self._ep_final = {
+            key: np.zeros((size, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()
+        }
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -289,7 +295,14 @@ class HerStorage:
     @property
     def nbytes(self) -> int:
         """Bytes of all arrays the storage holds (info dicts, when kept, not included)."""
-        arrays = [self._actions, self._rewards, self._terminated, self._truncated, self._episode, self._starts]
+        arrays = [
+            self._actions,
+            self._rewards,
+            self._terminated,
+            self._truncated,
+            self._episode,
+            self._starts,
+        ]
         arrays += [self._ep_start, self._ep_len, self._current, self._current_len, self._oldest, self._valid]
         arrays += [*self._obs.values(), *self._pending.values(), *self._ep_final.values()]
         if self._infos is not None:
@@ -351,7 +364,9 @@ class HerStorage:
         self._current_len += 1
         done = terminated | truncated
         if done.any():
-            self._end_episodes(np.flatnonzero(done), pos, {key: self._pending[key][done] for key in self._pending})
+            self._end_episodes(
+                np.flatnonzero(done), pos, {key: self._pending[key][done] for key in self._pending}
+            )
         pos += 1
         if pos == self.steps_per_env:
             pos = 0
@@ -479,9 +494,7 @@ class HerStorage:
         if n_relabel:
             v = slice(batch_size - n_relabel, batch_size)
             relabelled[v] = True
-            goals = self._sample_goals(
-                envs[v], slot[v], ep_start[v], step[v], ep_len[v]
-            )
+            goals = self._sample_goals(envs[v], slot[v], ep_start[v], step[v], ep_len[v])
             observations["desired_goal"][v] = goals
             # The goal is part of the state: the next observation pursues the same new goal.
             next_observations["desired_goal"][v] = goals
