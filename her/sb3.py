@@ -118,10 +118,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         self.recompute_terminated = recompute_terminated
         self._user_compute_reward = compute_reward
         self._user_compute_terminated = compute_terminated
-        # SB3 reshapes Discrete observation entries to (n_envs, 1); we keep its shapes and dtypes.
-        self._discrete_keys = [
-            key for key, space in observation_space.spaces.items() if isinstance(space, spaces.Discrete)
-        ]
+        # Same shapes and dtypes as stable-baselines3 (a Discrete entry is stored with shape (1,)).
         fields = {key: (shape, observation_space[key].dtype) for key, shape in self.obs_shape.items()}
         action_dtype = ReplayBuffer._maybe_cast_dtype(action_space.dtype)
         if seed is None:
@@ -138,6 +135,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             copy_info_dict=copy_info_dict,
             recompute_terminated=False,  # the function is attached in _bind_env
             seed=seed,
+            borrow_arrays=True,
         )
         self.goal_selection_strategy = self._storage.goal_selection_strategy
         self.her_ratio = self._storage.her_ratio
@@ -237,29 +235,25 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
-        if self._discrete_keys:
-            obs = dict(obs)
-            next_obs = dict(next_obs)
-            for key in self._discrete_keys:
-                obs[key] = np.reshape(obs[key], (self.n_envs, 1))
-                next_obs[key] = np.reshape(next_obs[key], (self.n_envs, 1))
-        done = np.asarray(done, dtype=bool).reshape(self.n_envs)
-        # The timeout flag is read whatever handle_timeout_termination says: sample() decides whether
-        # it cancels `done`, and recompute_terminated needs it either way.
+        # stable-baselines3 hands over fresh arrays every step and never touches them again (the
+        # VecEnv copies its observations, `_store_transition` deep-copies next_obs), so the storage
+        # borrows them instead of copying; shapes are normalised when the staged block is written.
         if self.n_envs == 1:
-            timeout = np.array([bool(infos[0].get("TimeLimit.truncated", False))])
+            # One env: Python scalars are much cheaper than one-element array operations.
+            ended = bool(done[0])
+            timeout = ended and bool(infos[0].get("TimeLimit.truncated", False))
+            terminated: Any = ended and not timeout
+            truncated: Any = timeout
         else:
-            timeout = np.array([bool(info.get("TimeLimit.truncated", False)) for info in infos])
-        truncated = done & timeout
-        self._storage.add(
-            obs,
-            np.reshape(action, (self.n_envs, self.action_dim)),
-            reward,
-            done & ~truncated,
-            truncated,
-            infos,
-            next_obs,
-        )
+            ended_arr = np.asarray(done, dtype=bool).reshape(self.n_envs)
+            timeouts = np.fromiter(
+                (info.get("TimeLimit.truncated", False) for info in infos), bool, self.n_envs
+            )
+            truncated = ended_arr & timeouts
+            terminated = ended_arr & ~timeouts
+        # The timeout flag is kept whatever handle_timeout_termination says: sample() decides whether
+        # it cancels `done`, and recompute_terminated needs it either way.
+        self._storage.add(obs, action, reward, terminated, truncated, infos, next_obs)
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
         data = self._storage.sample_arrays(batch_size)
@@ -286,6 +280,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         As stable-baselines3: the step becomes a time-limit end (so values bootstrap from it when
         ``handle_timeout_termination`` is true), and the episode can be sampled and relabelled.
         """
+        self._storage.flush()
         if (self._storage._current_len > 0).any():
             warnings.warn(
                 "The last trajectory in the replay buffer will be truncated.\n"

@@ -157,6 +157,9 @@ class HerStorage:
             torch tensors there (torch is imported only then).
         seed: seed of the storage's own ``np.random.Generator`` (an int, a ``SeedSequence``, a
             ``Generator``, or ``None`` for fresh entropy). NumPy's global random state is never used.
+        borrow_arrays: keep references to the arrays given to :meth:`add` until they are written
+            (faster; the caller must not modify them in place afterwards) instead of copying them.
+        flush_every: staged steps are written to the ring in blocks of at most this many.
 
     Data flow: :meth:`add` takes one step of every env, as gymnasium returns it; :meth:`sample` returns
     ``{"observations": {key: (B, ...)}, "actions", "rewards", "next_observations": {key: ...},
@@ -179,6 +182,8 @@ class HerStorage:
         terminated_fn: GoalFn | None = None,
         device: Any = None,
         seed: int | np.random.SeedSequence | np.random.Generator | None = None,
+        borrow_arrays: bool = False,
+        flush_every: int = 256,
     ) -> None:
         capacity = _positive_int("capacity", capacity)
         self.n_envs = _positive_int("n_envs", n_envs)
@@ -203,8 +208,12 @@ class HerStorage:
         self._obs_specs = _field_specs(observation_space)
         self._action_shape, self._action_dtype = _action_spec(action_space)
         self.steps_per_env = max(capacity // self.n_envs, 1)
+        self.borrow_arrays = bool(borrow_arrays)
+        # A block never covers a row twice, which keeps the bulk writes of flush() order-free.
+        self._flush_at = min(_positive_int("flush_every", flush_every), self.steps_per_env)
         # Whether pickling keeps reward_fn / terminated_fn (adapters that re-resolve them say no).
         self._pickle_functions = True
+        self._force_event_replay = False  # tests compare the vectorized block path with the replay
         self._allocate()
 
     @classmethod
@@ -256,8 +265,10 @@ class HerStorage:
         # The next observation of each env's latest step: needed if its episode is cut short there.
         self._pending = {key: np.zeros((n, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()}
         self._allocate_episode_table(_INITIAL_EPISODE_SLOTS)
-        self.pos = 0
-        self.full = False
+        self._pos = 0  # row of the next flushed step
+        self._full = False
+        self._staged: list[tuple] = []  # added steps not yet written (see add / flush)
+        self._refresh_window()
 
     def _allocate_episode_table(self, slots: int) -> None:
         self._slots = slots  # power of two: `ordinal & (slots - 1)` is `ordinal mod slots`
@@ -273,6 +284,7 @@ class HerStorage:
         self._allocate()
 
     def __getstate__(self) -> dict[str, Any]:
+        self.flush()  # staged steps may reference the caller's arrays: write them before pickling
         state = self.__dict__.copy()
         if not self._pickle_functions:
             state["reward_fn"] = None
@@ -290,11 +302,13 @@ class HerStorage:
     @property
     def num_sampleable(self) -> int:
         """Transitions that :meth:`sample` can return: those of complete episodes still whole."""
-        return int(self._valid.sum())
+        self.flush()
+        return self._total_valid
 
     @property
     def nbytes(self) -> int:
         """Bytes of all arrays the storage holds (info dicts, when kept, not included)."""
+        self.flush()
         arrays = [
             self._actions,
             self._rewards,
@@ -311,6 +325,7 @@ class HerStorage:
 
     def episode_lengths(self) -> np.ndarray:
         """Lengths of the complete episodes that can be sampled, per env concatenated (for inspection)."""
+        self.flush()
         lengths = []
         for env in range(self.n_envs):
             ordinals = np.arange(self._oldest[env], self._current[env])
@@ -334,48 +349,207 @@ class HerStorage:
         (``terminated or truncated``) its final observation, not the reset one. Within an episode,
         the next observation of a step is taken to be the observation passed with the following
         ``add`` (that is what is stored); the one passed here serves if the episode ends or is cut.
+        A step both terminated and truncated counts as terminated.
+
+        Steps are staged and written to the ring in blocks (one array operation per field for many
+        steps; always before the next :meth:`sample`). Unless ``borrow_arrays`` is true, the arrays are
+        copied here, so the caller may reuse them.
         """
-        n = self.n_envs
-        pos = self.pos
-        lo = pos * n
-        hi = lo + n
-        if self._starts[pos]:
-            self._before_overwrite(pos, lo, hi)
+        if not self.borrow_arrays:
+            observations = {key: np.array(value) for key, value in observations.items()}
+            next_observations = {key: np.array(value) for key, value in next_observations.items()}
+            actions = np.array(actions)
+            rewards = np.array(rewards)
+            terminateds = np.array(terminateds)
+            truncateds = np.array(truncateds)
+        staged = self._staged
+        staged.append((observations, actions, rewards, terminateds, truncateds, infos, next_observations))
+        if len(staged) >= self._flush_at:
+            self.flush()
+
+    @property
+    def pos(self) -> int:
+        """Row the next added step goes to (counting staged steps)."""
+        return (self._pos + len(self._staged)) % self.steps_per_env
+
+    @property
+    def full(self) -> bool:
+        """Whether the ring has wrapped around at least once (counting staged steps)."""
+        return self._full or self._pos + len(self._staged) >= self.steps_per_env
+
+    def flush(self) -> None:
+        """Write the staged steps to the ring (called by :meth:`sample` and when enough are staged)."""
+        staged = self._staged
+        if not staged:
+            return
+        self._staged = []
+        n_steps, n, steps = len(staged), self.n_envs, self.steps_per_env
+        pos = self._pos
         try:
-            for key, store in self._obs.items():
-                store[lo:hi] = observations[key]
-            for key, pending in self._pending.items():
-                pending[...] = next_observations[key]
-            self._actions[lo:hi] = actions
+            obs_blocks = {
+                key: _stack([step[0][key] for step in staged], (n_steps * n, *shape))
+                for key, (shape, _) in self._obs_specs.items()
+            }
+            action_block = _stack([step[1] for step in staged], (n_steps * n, *self._action_shape))
+            reward_block = _stack([step[2] for step in staged], (n_steps * n,))
+            terminated = _stack([step[3] for step in staged], (n_steps, n)).astype(bool, copy=False)
+            truncated = _stack([step[4] for step in staged], (n_steps, n)).astype(bool, copy=False)
         except (ValueError, KeyError) as error:
             raise type(error)(
                 f"add() expects arrays with a leading axis of n_envs={n}: observations and next_observations "
                 f"as dicts with keys {list(self._obs)} of shapes {self._obs_specs}, actions of shape "
-                f"{(n, *self._action_shape)} ({error})"
+                f"{(n, *self._action_shape)}, rewards/terminateds/truncateds of shape ({n},) ({error})"
             ) from error
-        self._rewards[lo:hi] = rewards
-        terminated = self._terminated[lo:hi]
-        truncated = self._truncated[lo:hi]
-        terminated[:] = terminateds
-        truncated[:] = truncateds
-        self._episode[lo:hi] = self._current
-        if self._infos is not None:
-            self._infos[lo:hi] = _split_infos(infos, n)
-        self._current_len += 1
+        truncated = truncated & ~terminated
         done = terminated | truncated
-        if done.any():
-            self._end_episodes(
-                np.flatnonzero(done), pos, {key: self._pending[key][done] for key in self._pending}
-            )
-        pos += 1
-        if pos == self.steps_per_env:
-            pos = 0
-            self.full = True
-        self.pos = pos
+        rows = pos + np.arange(n_steps)
+        if pos + n_steps > steps:
+            rows %= steps
+        if self._force_event_replay or (self._current_len > steps - n_steps).any():
+            # Some unfinished episode is so long that the block reaches its own first row: replay
+            # the block step by step (rare: only when episodes are nearly as long as the ring).
+            ordinals = self._replay_episode_events(staged, rows, done)
+        else:
+            ordinals = self._block_episode_events(staged, rows, done)
 
-    def _before_overwrite(self, pos: int, lo: int, hi: int) -> None:
+        # Bulk writes: the block covers distinct rows (n_steps <= steps), possibly wrapping once.
+        head = min(n_steps, steps - pos) * n
+        blocks = [(self._rewards, reward_block), (self._terminated, terminated.reshape(-1))]
+        blocks += [(self._truncated, truncated.reshape(-1)), (self._episode, ordinals.reshape(-1))]
+        blocks += [(self._actions, action_block)]
+        blocks += [(self._obs[key], block) for key, block in obs_blocks.items()]
+        for store, block in blocks:
+            store[pos * n : pos * n + head] = block[:head]
+            if head < len(block):
+                store[: len(block) - head] = block[head:]
+        if self._infos is not None:
+            infos = [info for step in staged for info in _split_infos(step[5], n)]
+            flat_rows = (rows[:, None] * n + np.arange(n)).reshape(-1)
+            self._infos[flat_rows] = _object_array(infos)
+        for key, pending in self._pending.items():
+            pending[...] = np.reshape(staged[-1][6][key], pending.shape)
+        self._full = self._full or pos + n_steps >= steps
+        self._pos = (pos + n_steps) % steps
+        self._refresh_window()
+
+    def _block_episode_events(self, staged: list[tuple], rows: np.ndarray, done: np.ndarray) -> np.ndarray:
+        """The episode bookkeeping of a staged block, vectorized; returns each step's episode ordinals.
+
+        Valid when no unfinished episode reaches its own first row within the block. Then the
+        block's effects separate cleanly: (1) it overwrites old episodes only, all of which are
+        dropped (each live episode lies after ``pos`` in ring order, so if the block touches one of
+        its rows it touches its first row too); (2) it closes the episodes whose ends it contains.
+        """
+        n_steps, n, steps, slots = len(rows), self.n_envs, self.steps_per_env, self._slots
+        current_len0 = self._current_len
+        current0 = self._current
+        if self._starts[rows].any():
+            old = self._episode.reshape(steps, n)[rows]  # the episodes being overwritten, (steps, envs)
+            live = (old >= self._oldest) & (old < current0)
+            if live.any():
+                newest = np.where(live, old, -1).max(axis=0)
+                envs = np.flatnonzero(newest >= 0)
+                new_oldest = newest[envs] + 1
+                # The dropped episodes are the head of the env's window: count rows up to the next start.
+                next_start = self._ep_start[envs * slots + (new_oldest & (slots - 1))]
+                dropped = np.where(
+                    new_oldest < current0[envs],
+                    (next_start - self._window_start[envs]) % steps,
+                    self._valid[envs],
+                )
+                self._valid[envs] -= dropped
+                self._oldest[envs] = new_oldest
+        ends = np.cumsum(done, axis=0)
+        ordinals = current0 + ends - done  # the ordinal of the episode each step belongs to
+        starts = self._starts
+        starts[rows] = False
+        if (current_len0 == 0).any():
+            starts[rows[0]] = True
+        if not ends[-1].any():
+            self._current_len = current_len0 + n_steps
+            return ordinals
+        # Every episode end in the block, env-major then in step order.
+        end_env, end_step = np.nonzero(done.T)
+        end_ordinal = ordinals[end_step, end_env]
+        first = np.ones(len(end_env), bool)
+        first[1:] = end_env[1:] != end_env[:-1]
+        previous_end = np.empty_like(end_step)
+        previous_end[1:] = end_step[:-1]
+        lengths = np.where(first, end_step + 1 + current_len0[end_env], end_step - previous_end)
+        while (end_ordinal - self._oldest[end_env] >= self._slots).any():
+            self._grow_episode_table()
+        slots = self._slots
+        slot = end_env * slots + (end_ordinal & (slots - 1))
+        end_rows = rows[end_step]
+        self._ep_start[slot] = (end_rows + 1 - lengths) % steps
+        self._ep_len[slot] = lengths
+        pairs = list(zip(end_step.tolist(), end_env.tolist(), strict=True))
+        for key, (shape, _) in self._obs_specs.items():
+            self._ep_final[key][slot] = [np.reshape(staged[k][6][key], (n, *shape))[e] for k, e in pairs]
+        self._valid += np.bincount(end_env, weights=lengths, minlength=n).astype(np.int64)
+        n_ends = ends[-1]
+        last_end = n_steps - 1 - np.argmax(done[::-1], axis=0)
+        self._current = current0 + n_ends
+        self._current_len = np.where(n_ends > 0, n_steps - 1 - last_end, current_len0 + n_steps)
+        starts[(end_rows + 1) % steps] = True
+        return ordinals
+
+    def _replay_episode_events(self, staged: list[tuple], rows: np.ndarray, done: np.ndarray) -> np.ndarray:
+        """Apply, in step order, the episode bookkeeping of a staged block; return each step's ordinals.
+
+        Only *event* steps need work: steps where an episode ends, and steps writing a row where
+        some episode starts (which may overwrite an old episode's first row). Between events the
+        per-env state just advances, so the loop runs about twice per episode, not once per step.
+        """
+        n_steps = len(rows)
+        ordinals = np.empty((n_steps, self.n_envs), np.int64)
+        done_any = done.any(axis=1)
+        marked = self._starts[rows] | done_any
+        marked[1:] |= done_any[:-1]  # the step after an episode's end starts a new one
+        events = np.flatnonzero(marked).tolist()
+        applied = 0  # steps whose effect on the current episodes has been applied
+        i = 0
+        while i < len(events):
+            k = events[i]
+            row = int(rows[k])
+            if k > applied:
+                ordinals[applied:k] = self._current
+                self._current_len += k - applied
+            if self._starts[row]:
+                self._before_overwrite(row)
+            ordinals[k] = self._current
+            self._current_len += 1
+            applied = k + 1
+            if done_any[k]:
+                envs = np.flatnonzero(done[k])
+                finals = {
+                    key: np.reshape(staged[k][6][key], (self.n_envs, *shape))[envs]
+                    for key, (shape, _) in self._obs_specs.items()
+                }
+                self._end_episodes(envs, row, finals)
+            # An episode may now start on the next row (an end, or a long episode losing its head).
+            if (
+                k + 1 < n_steps
+                and self._starts[rows[k + 1]]
+                and (i + 1 == len(events) or events[i + 1] != k + 1)
+            ):
+                events.insert(i + 1, k + 1)
+            i += 1
+        if applied < n_steps:
+            ordinals[applied:] = self._current
+            self._current_len += n_steps - applied
+        return ordinals
+
+    def _refresh_window(self) -> None:
+        """Cache, per env, where its sampleable rows start and the cumulative window sizes."""
+        slots = self._slots
+        self._window_start = self._ep_start[np.arange(self.n_envs) * slots + (self._oldest & (slots - 1))]
+        self._window_ends = np.cumsum(self._valid)
+        self._total_valid = int(self._window_ends[-1])
+
+    def _before_overwrite(self, pos: int) -> None:
         """Row ``pos`` is about to be written for every env: drop the episodes that start there."""
-        ordinals = self._episode[lo:hi]
+        ordinals = self._episode[pos * self.n_envs : (pos + 1) * self.n_envs]
         dropped = (ordinals >= self._oldest) & (ordinals < self._current)
         if dropped.any():
             envs = np.flatnonzero(dropped)
@@ -430,11 +604,14 @@ class HerStorage:
         episode can be sampled and relabelled. Used after loading a buffer saved mid-episode when
         the next steps will not continue that episode. Returns the indices of the envs that were cut.
         """
+        self.flush()
         envs = np.flatnonzero(self._current_len > 0)
         if envs.size:
-            last_row = (self.pos - 1) % self.steps_per_env
-            self._truncated[last_row * self.n_envs + envs] = True
+            last_row = (self._pos - 1) % self.steps_per_env
+            flat = last_row * self.n_envs + envs
+            self._truncated[flat] = ~self._terminated[flat]
             self._end_episodes(envs, last_row, {key: pending[envs] for key, pending in self._pending.items()})
+            self._refresh_window()
         return envs
 
     # ------------------------------------------------------------------ sampling
@@ -451,9 +628,9 @@ class HerStorage:
     def sample_arrays(self, batch_size: int) -> dict[str, Any]:
         """:meth:`sample`, always as numpy arrays."""
         batch_size = _positive_int("batch_size", batch_size)
+        self.flush()
         n, steps, slots = self.n_envs, self.steps_per_env, self._slots
-        counts = self._valid
-        total = int(counts.sum())
+        total = self._total_valid
         if total == 0:
             raise RuntimeError(
                 "Unable to sample before the end of the first episode. We recommend choosing a value "
@@ -463,14 +640,13 @@ class HerStorage:
         # Uniform over all sampleable transitions, like stable-baselines3, without listing them:
         # a draw in [0, total) names an env (by cumulative window sizes) and an offset in its window.
         draws = rng.integers(0, total, size=batch_size)
-        window_start = self._ep_start[np.arange(n) * slots + (self._oldest & (slots - 1))]
         if n == 1:
             envs = np.zeros(batch_size, np.int64)
-            rows = (window_start[0] + draws) % steps
+            rows = (draws + int(self._window_start[0])) % steps
         else:
-            ends = np.cumsum(counts)
+            ends = self._window_ends
             envs = np.searchsorted(ends, draws, side="right")
-            rows = (window_start[envs] + draws - (ends - counts)[envs]) % steps
+            rows = (self._window_start[envs] + draws - (ends - self._valid)[envs]) % steps
         flat = rows * n + envs
         slot = envs * slots + (self._episode[flat] & (slots - 1))
         ep_start = self._ep_start[slot]
@@ -536,6 +712,27 @@ class HerStorage:
         if last.size:
             goals[last] = self._ep_final["achieved_goal"][slot[last]]
         return goals
+
+
+def _stack(items: list[Any], shape: tuple[int, ...]) -> np.ndarray:
+    """The staged values of one field as one array of ``shape`` (steps x envs flattened as asked)."""
+    first = items[0]
+    try:
+        if type(first) is np.ndarray and first.ndim:
+            # One C call for the whole block (np.stack would expand every item in Python first).
+            block = first if len(items) == 1 else np.concatenate(items)
+        else:  # Python scalars / sequences, e.g. the one-env flags of the stable-baselines3 adapter
+            block = np.array(items)
+        return block.reshape(shape)
+    except ValueError:  # items of mixed kinds or shapes: flatten each, then check the total size
+        return np.concatenate([np.asarray(item).reshape(-1) for item in items]).reshape(shape)
+
+
+def _object_array(items: list[Any]) -> np.ndarray:
+    """A 1-d object array of ``items`` (``np.array`` would try to nest sequences)."""
+    array = np.empty(len(items), dtype=object)
+    array[:] = items
+    return array
 
 
 def _to_torch(batch: dict[str, Any], device: Any) -> dict[str, Any]:
