@@ -7,10 +7,12 @@ back. The GoalEnv contract makes ``compute_reward`` pure (it reads no env state)
 the same environment computes the same rewards. We therefore resolve the function **once** and call
 it here:
 
-1. local environments (a gymnasium ``Env``/``Wrapper``, stable-baselines3's ``DummyVecEnv``,
+1. a native gymnasium vector env that defines the method itself (e.g. goalenvs' vector envs): that
+   method, already vectorized;
+2. local environments (a gymnasium ``Env``/``Wrapper``, stable-baselines3's ``DummyVecEnv``,
    gymnasium's ``SyncVectorEnv``, under any vec-env wrappers such as ``VecNormalize``): the method of
    the first environment, looked up through its wrappers as ``VecEnv.env_method`` would;
-2. environments in other processes (``SubprocVecEnv``, ``AsyncVectorEnv``): the env's ``EnvSpec`` is
+3. environments in other processes (``SubprocVecEnv``, ``AsyncVectorEnv``): the env's ``EnvSpec`` is
    fetched (a small picklable record) and one environment is made from it in this process, whose
    method is used.
 
@@ -23,6 +25,7 @@ adapter then falls back to ``env_method`` with a warning; ``HerStorage`` asks fo
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -57,18 +60,24 @@ def _local_envs(env: Any) -> list[Any] | None:
 
 
 def _remote_spec(env: Any) -> Any:
-    """The EnvSpec of the first environment of a vec env whose envs live elsewhere, or None."""
-    get_attr = getattr(env, "get_attr", None)
-    if get_attr is not None:
-        try:
-            specs = get_attr("spec", indices=[0])  # stable-baselines3 VecEnv
-        except TypeError:
-            specs = get_attr("spec")  # gymnasium VectorEnv (no `indices`)
-        except (AttributeError, EOFError, BrokenPipeError):
-            specs = None
-        if specs:
-            return specs[0]
-    return getattr(env, "spec", None)
+    """The EnvSpec of the first environment of a stable-baselines3 VecEnv whose envs live elsewhere."""
+    try:
+        specs = env.get_attr("spec", indices=[0])
+    except (AttributeError, EOFError, BrokenPipeError):
+        return None
+    return specs[0] if specs else None
+
+
+_VECTOR_ONLY_KWARGS = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers")
+
+
+def _env_from_spec(spec: Any) -> Any:
+    """One plain environment made in this process from ``spec`` (a vector env's spec works too)."""
+    kwargs = {key: value for key, value in (spec.kwargs or {}).items() if key not in _VECTOR_ONLY_KWARGS}
+    try:
+        return gym.make(dataclasses.replace(spec, kwargs=kwargs), disable_env_checker=True)
+    except Exception:  # an unmakeable spec means "not resolvable here", not a crash of training
+        return None
 
 
 def resolve_env_function(env: Any, name: str) -> Callable[..., Any] | None:
@@ -80,17 +89,22 @@ def resolve_env_function(env: Any, name: str) -> Callable[..., Any] | None:
     """
     if isinstance(env, gym.Env):
         return _wrapper_attr(env, name)
-    local = _local_envs(env)
-    if local is not None:
-        return _wrapper_attr(local[0], name)
-    spec = _remote_spec(env)
+    if isinstance(env, gym.vector.VectorEnv):
+        base = env.unwrapped
+        own = getattr(base, name, None)
+        if callable(own):  # a native vector env: its functions are already vectorized and local
+            return own
+        local = _local_envs(base)
+        if local is not None:
+            return _wrapper_attr(local[0], name)
+        spec = getattr(base, "spec", None) or getattr(env, "spec", None)
+    else:  # a stable-baselines3 VecEnv, through its VecEnvWrappers
+        local = _local_envs(env)
+        if local is not None:
+            return _wrapper_attr(local[0], name)
+        spec = _remote_spec(env)
     if spec is None:
         return None
-    # A vector env made by gymnasium.make_vec carries the single env's spec; either way we make one
-    # plain environment from it. Pure functions make its state irrelevant; it is kept alive by the
-    # bound method we return.
-    try:
-        local_env = gym.make(spec, disable_env_checker=True)
-    except Exception:  # an unmakeable spec means "not resolvable here", not a crash of training
-        return None
-    return _wrapper_attr(local_env, name)
+    # Pure functions make the local env's state irrelevant; the bound method we return keeps it alive.
+    local_env = _env_from_spec(spec)
+    return None if local_env is None else _wrapper_attr(local_env, name)

@@ -262,6 +262,7 @@ class HerStorage:
         self._current_len = np.zeros(n, np.int64)  # rows it has written so far (at most steps_per_env)
         self._oldest = np.zeros(n, np.int64)  # ordinal of the oldest complete episode still whole
         self._valid = np.zeros(n, np.int64)  # transitions of the complete, whole episodes
+        self._damaged = np.zeros(n, bool)  # unfinished episode longer than the ring (lost its head)
         # The next observation of each env's latest step: needed if its episode is cut short there.
         self._pending = {key: np.zeros((n, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()}
         self._allocate_episode_table(_INITIAL_EPISODE_SLOTS)
@@ -405,7 +406,7 @@ class HerStorage:
         rows = pos + np.arange(n_steps)
         if pos + n_steps > steps:
             rows %= steps
-        if self._force_event_replay or (self._current_len > steps - n_steps).any():
+        if self._force_event_replay or self._damaged.any() or (self._current_len > steps - n_steps).any():
             # Some unfinished episode is so long that the block reaches its own first row: replay
             # the block step by step (rare: only when episodes are nearly as long as the ring).
             ordinals = self._replay_episode_events(staged, rows, done)
@@ -556,10 +557,11 @@ class HerStorage:
             slots = envs * self._slots + (ordinals[envs] & (self._slots - 1))
             self._valid[envs] -= self._ep_len[slots]
             self._oldest[envs] = ordinals[envs] + 1
-        # An unfinished episode as long as the ring is now losing its first step: it keeps its latest
-        # steps, and starts one row later.
+        # An unfinished episode as long as the ring is now losing its first step: it is damaged (never
+        # sampled, dropped when it ends); it goes on from the next row.
         own = ordinals == self._current
         if own.any():
+            self._damaged |= own
             self._current_len[own] -= 1
             self._starts[(pos + 1) % self.steps_per_env] = True
         # Episodes (of any env) still starting here after this write: those that start with it.
@@ -576,7 +578,12 @@ class HerStorage:
         self._ep_len[slots] = lengths
         for key, final in self._ep_final.items():
             final[slots] = finals[key]
-        self._valid[envs] += lengths
+        damaged = self._damaged[envs]
+        self._valid[envs] += np.where(damaged, 0, lengths)
+        if damaged.any():
+            # It filled the whole ring, so it was the env's only episode: the window stays empty.
+            self._oldest[envs[damaged]] = ordinals[damaged] + 1
+            self._damaged[envs] = False
         self._current[envs] += 1
         self._current_len[envs] = 0
         self._starts[(last_row + 1) % self.steps_per_env] = True
