@@ -75,7 +75,10 @@ def _env_from_spec(spec: Any) -> Any:
     """One plain environment made in this process from ``spec`` (a vector env's spec works too)."""
     kwargs = {key: value for key, value in (spec.kwargs or {}).items() if key not in _VECTOR_ONLY_KWARGS}
     try:
-        return gym.make(dataclasses.replace(spec, kwargs=kwargs), disable_env_checker=True)
+        # Without the spec's extra wrappers: some (e.g. stable-baselines3's Monitor) cannot be
+        # recreated, and the functions we want belong to the environment itself.
+        spec = dataclasses.replace(spec, kwargs=kwargs, additional_wrappers=())
+        return gym.make(spec, disable_env_checker=True)
     except Exception:  # an unmakeable spec means "not resolvable here", not a crash of training
         return None
 
