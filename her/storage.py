@@ -206,6 +206,7 @@ class HerStorage:
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
         self._obs_specs = _field_specs(observation_space)
+        self._layout, self._group_specs = _pack_layout(self._obs_specs)
         self._action_shape, self._action_dtype = _action_spec(action_space)
         self.steps_per_env = max(capacity // self.n_envs, 1)
         self.borrow_arrays = bool(borrow_arrays)
@@ -243,9 +244,9 @@ class HerStorage:
     def _allocate(self) -> None:
         n_rows = self.steps_per_env * self.n_envs
         # np.zeros maps zero pages lazily: construction costs O(1) per array, not O(capacity).
-        self._obs = {
-            key: np.zeros((n_rows, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()
-        }
+        # Observation entries of one dtype (and at most one dimension) share one 2-d array, so a batch
+        # gathers all of them with one np.take; self._obs holds per-key views into these groups.
+        self._obs_groups = [np.zeros((n_rows, *shape), dtype) for shape, dtype in self._group_specs]
         self._actions = np.zeros((n_rows, *self._action_shape), self._action_dtype)
         self._rewards = np.zeros(n_rows, np.float32)
         self._terminated = np.zeros(n_rows, bool)
@@ -276,9 +277,13 @@ class HerStorage:
         size = self.n_envs * slots
         self._ep_start = np.zeros(size, np.int64)
         self._ep_len = np.zeros(size, np.int64)
-        self._ep_final = {
-            key: np.zeros((size, *shape), dtype) for key, (shape, dtype) in self._obs_specs.items()
-        }
+        self._final_groups = [np.zeros((size, *shape), dtype) for shape, dtype in self._group_specs]
+        self._build_views()
+
+    def _build_views(self) -> None:
+        """Per-key views into the packed groups (rebuilt after unpickling and table growth)."""
+        self._obs = _key_views(self._obs_groups, self._layout)
+        self._ep_final = _key_views(self._final_groups, self._layout)
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -287,6 +292,8 @@ class HerStorage:
     def __getstate__(self) -> dict[str, Any]:
         self.flush()  # staged steps may reference the caller's arrays: write them before pickling
         state = self.__dict__.copy()
+        # Views would be pickled as copies of their data: keep only the groups they view.
+        del state["_obs"], state["_ep_final"]
         if not self._pickle_functions:
             state["reward_fn"] = None
             state["terminated_fn"] = None
@@ -294,6 +301,7 @@ class HerStorage:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._build_views()
 
     @property
     def num_transitions(self) -> int:
@@ -319,7 +327,7 @@ class HerStorage:
             self._starts,
         ]
         arrays += [self._ep_start, self._ep_len, self._current, self._current_len, self._oldest, self._valid]
-        arrays += [*self._obs.values(), *self._pending.values(), *self._ep_final.values()]
+        arrays += [*self._obs_groups, *self._pending.values(), *self._final_groups]
         if self._infos is not None:
             arrays.append(self._infos)
         return int(sum(a.nbytes for a in arrays))
@@ -591,7 +599,7 @@ class HerStorage:
     def _grow_episode_table(self) -> None:
         """Double the per-env episode slots, moving every live episode to ``ordinal mod 2E``."""
         old_slots = self._slots
-        old_start, old_len, old_final = self._ep_start, self._ep_len, self._ep_final
+        old_start, old_len, old_final = self._ep_start, self._ep_len, self._final_groups
         self._allocate_episode_table(old_slots * 2)
         ordinals = self._oldest[:, None] + np.arange(old_slots)[None, :]  # (n_envs, old_slots)
         live = ordinals < self._current[:, None]
@@ -601,8 +609,8 @@ class HerStorage:
         dst = envs * self._slots + (ordinals & (self._slots - 1))
         self._ep_start[dst] = old_start[src]
         self._ep_len[dst] = old_len[src]
-        for key, final in self._ep_final.items():
-            final[dst] = old_final[key][src]
+        for final, old in zip(self._final_groups, old_final, strict=True):
+            final[dst] = old[src]
 
     def end_episodes(self) -> np.ndarray:
         """Cut every env's unfinished episode at its latest stored step, marking that step truncated.
@@ -647,27 +655,31 @@ class HerStorage:
         # Uniform over all sampleable transitions, like stable-baselines3, without listing them:
         # a draw in [0, total) names an env (by cumulative window sizes) and an offset in its window.
         draws = rng.integers(0, total, size=batch_size)
-        if n == 1:
-            envs = np.zeros(batch_size, np.int64)
+        if n == 1:  # one env: flat index = row, table slot = episode ordinal mod slots
+            envs = None
             rows = (draws + int(self._window_start[0])) % steps
+            flat = rows
+            slot = self._episode[flat] & (slots - 1)
+            next_flat = (rows + 1) % steps
         else:
             ends = self._window_ends
             envs = np.searchsorted(ends, draws, side="right")
             rows = (self._window_start[envs] + draws - (ends - self._valid)[envs]) % steps
-        flat = rows * n + envs
-        slot = envs * slots + (self._episode[flat] & (slots - 1))
+            flat = rows * n + envs
+            slot = envs * slots + (self._episode[flat] & (slots - 1))
+            next_flat = ((rows + 1) % steps) * n + envs
         ep_start = self._ep_start[slot]
         ep_len = self._ep_len[slot]
         step = (rows - ep_start) % steps
 
-        observations = {key: np.take(store, flat, axis=0) for key, store in self._obs.items()}
+        observations = _key_views([np.take(group, flat, axis=0) for group in self._obs_groups], self._layout)
         # The next observation is the next row's, except after an episode's last step (kept apart).
         last = np.flatnonzero(step == ep_len - 1)
-        next_flat = ((rows + 1) % steps) * n + envs
-        next_observations = {key: np.take(store, next_flat, axis=0) for key, store in self._obs.items()}
+        next_groups = [np.take(group, next_flat, axis=0) for group in self._obs_groups]
         if last.size:
-            for key, final in self._ep_final.items():
-                next_observations[key][last] = final[slot[last]]
+            for group, final in zip(next_groups, self._final_groups, strict=True):
+                group[last] = final[slot[last]]
+        next_observations = _key_views(next_groups, self._layout)
         rewards = self._rewards[flat]
         terminated = self._terminated[flat].astype(np.float32)
         truncated = self._truncated[flat].astype(np.float32)
@@ -677,7 +689,9 @@ class HerStorage:
         if n_relabel:
             v = slice(batch_size - n_relabel, batch_size)
             relabelled[v] = True
-            goals = self._sample_goals(envs[v], slot[v], ep_start[v], step[v], ep_len[v])
+            goals = self._sample_goals(
+                None if envs is None else envs[v], slot[v], ep_start[v], step[v], ep_len[v]
+            )
             observations["desired_goal"][v] = goals
             # The goal is part of the state: the next observation pursues the same new goal.
             next_observations["desired_goal"][v] = goals
@@ -707,18 +721,69 @@ class HerStorage:
         }
 
     def _sample_goals(
-        self, envs: np.ndarray, slot: np.ndarray, ep_start: np.ndarray, step: np.ndarray, ep_len: np.ndarray
+        self,
+        envs: np.ndarray | None,
+        slot: np.ndarray,
+        ep_start: np.ndarray,
+        step: np.ndarray,
+        ep_len: np.ndarray,
     ) -> np.ndarray:
         """New goals: the next achieved goal of a step of the same episode chosen by the strategy."""
         goal_step = sample_goal_steps(self.goal_selection_strategy, step, ep_len, self.rng)
         # The next achieved goal of step j is the achieved goal of row j + 1 of the same episode, or,
         # for the episode's last step, the final observation's (kept in the episode table).
         rows = (ep_start + goal_step + 1) % self.steps_per_env
-        goals = np.take(self._obs["achieved_goal"], rows * self.n_envs + envs, axis=0)
+        goals = self._obs["achieved_goal"][rows if envs is None else rows * self.n_envs + envs]
         last = np.flatnonzero(goal_step == ep_len - 1)
         if last.size:
             goals[last] = self._ep_final["achieved_goal"][slot[last]]
         return goals
+
+
+def _pack_layout(
+    specs: Mapping[str, tuple[tuple[int, ...], np.dtype]],
+) -> tuple[dict[str, tuple[int, int, int, tuple[int, ...]]], list[tuple[tuple[int, ...], np.dtype]]]:
+    """Group observation entries: ``{key: (group, start, stop, shape)}`` and each group's row shape.
+
+    Entries with at most one dimension and the same dtype become columns of one group; an entry of
+    more dimensions (an image) is a group of its own.
+    """
+    layout: dict[str, tuple[int, int, int, tuple[int, ...]]] = {}
+    groups: list[tuple[tuple[int, ...], np.dtype]] = []
+    flat_group: dict[np.dtype, int] = {}
+    widths: list[int] = []
+    for key, (shape, dtype) in specs.items():
+        if len(shape) > 1:
+            layout[key] = (len(groups), 0, 0, shape)
+            groups.append((shape, dtype))
+            widths.append(-1)
+            continue
+        if dtype not in flat_group:
+            flat_group[dtype] = len(groups)
+            groups.append(((0,), dtype))
+            widths.append(0)
+        index = flat_group[dtype]
+        width = shape[0] if shape else 1
+        layout[key] = (index, widths[index], widths[index] + width, shape)
+        widths[index] += width
+    groups = [
+        ((widths[i],), dtype) if widths[i] >= 0 else (shape, dtype) for i, (shape, dtype) in enumerate(groups)
+    ]
+    return layout, groups
+
+
+def _key_views(groups: list[np.ndarray], layout: Mapping[str, tuple[int, int, int, tuple[int, ...]]]) -> dict:
+    """``{key: view}`` of the packed ``groups`` (rows along axis 0)."""
+    views = {}
+    for key, (index, start, stop, shape) in layout.items():
+        group = groups[index]
+        if len(shape) > 1:
+            views[key] = group
+        elif shape:
+            views[key] = group[:, start:stop]
+        else:
+            views[key] = group[:, start]
+    return views
 
 
 def _stack(items: list[Any], shape: tuple[int, ...]) -> np.ndarray:
