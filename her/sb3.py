@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -264,14 +265,16 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             # Without timeout handling a time-limit end is an end like any other (stable-baselines3).
             dones = np.maximum(dones, data["truncateds"])
         device = self.device
+        if device.type == "cpu":
+            to_tensor: Callable[[np.ndarray], th.Tensor] = th.from_numpy  # shares the fresh batch arrays
+        else:
+            to_tensor = partial(th.as_tensor, device=device)
         return DictReplayBufferSamples(
-            observations={key: th.as_tensor(value, device=device) for key, value in observations.items()},  # type: ignore[union-attr]
-            actions=th.as_tensor(data["actions"], device=device),
-            next_observations={
-                key: th.as_tensor(value, device=device) for key, value in next_observations.items()
-            },  # type: ignore[union-attr]
-            dones=th.as_tensor(dones.reshape(-1, 1), device=device),
-            rewards=th.as_tensor(self._normalize_reward(data["rewards"].reshape(-1, 1), env), device=device),
+            observations={key: to_tensor(value) for key, value in observations.items()},  # type: ignore[union-attr]
+            actions=to_tensor(data["actions"]),
+            next_observations={key: to_tensor(value) for key, value in next_observations.items()},  # type: ignore[union-attr]
+            dones=to_tensor(dones.reshape(-1, 1)),
+            rewards=to_tensor(self._normalize_reward(data["rewards"].reshape(-1, 1), env)),
         )
 
     def truncate_last_trajectory(self) -> None:

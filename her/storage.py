@@ -206,8 +206,14 @@ class HerStorage:
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
         self._obs_specs = _field_specs(observation_space)
-        self._layout, self._group_specs = _pack_layout(self._obs_specs)
         self._action_shape, self._action_dtype = _action_spec(action_space)
+        fields = {("obs", key): spec for key, spec in self._obs_specs.items()}
+        fields[_ACTION] = (self._action_shape, self._action_dtype)
+        fields[_REWARD] = ((), np.dtype(np.float32))
+        fields[_TERMINATED] = ((), np.dtype(bool))
+        fields[_TRUNCATED] = ((), np.dtype(bool))
+        fields[_EPISODE] = ((), np.dtype(np.int64))
+        self._record, self._row_bytes = _record_layout(fields)
         self.steps_per_env = max(capacity // self.n_envs, 1)
         self.borrow_arrays = bool(borrow_arrays)
         # A block never covers a row twice, which keeps the bulk writes of flush() order-free.
@@ -243,25 +249,21 @@ class HerStorage:
     # ------------------------------------------------------------------ state
     def _allocate(self) -> None:
         n_rows = self.steps_per_env * self.n_envs
-        # np.zeros maps zero pages lazily: construction costs O(1) per array, not O(capacity).
-        # Observation entries of one dtype (and at most one dimension) share one 2-d array, so a batch
-        # gathers all of them with one np.take; self._obs holds per-key views into these groups.
-        self._obs_groups = [np.zeros((n_rows, *shape), dtype) for shape, dtype in self._group_specs]
-        self._actions = np.zeros((n_rows, *self._action_shape), self._action_dtype)
-        self._rewards = np.zeros(n_rows, np.float32)
-        self._terminated = np.zeros(n_rows, bool)
-        self._truncated = np.zeros(n_rows, bool)
-        # Ordinal (per env) of the episode each row belongs to; -1 = never written.
-        self._episode = np.full(n_rows, -1, np.int64)
+        # One record per row: observation entries, action, reward, flags and episode ordinal side by
+        # side, so sampling a row touches one place in memory instead of one per array (with a
+        # million rows, random gathers are bound by cache misses, not by the bytes copied).
+        # np.zeros maps zero pages lazily: construction costs O(1), not O(capacity).
+        self._rows = np.zeros((n_rows, self._row_bytes), np.uint8)
         # True on rows where some env's episode starts: only there can `add` overwrite a first row.
         self._starts = np.zeros(self.steps_per_env, bool)
         self._starts[0] = True
         self._infos = np.empty(n_rows, dtype=object) if self.copy_info_dict else None
 
         n = self.n_envs
-        self._current = np.zeros(n, np.int64)  # ordinal of each env's unfinished episode
+        # Episodes are numbered per env from 1; a row's ordinal 0 means "never written".
+        self._current = np.ones(n, np.int64)  # ordinal of each env's unfinished episode
         self._current_len = np.zeros(n, np.int64)  # rows it has written so far (at most steps_per_env)
-        self._oldest = np.zeros(n, np.int64)  # ordinal of the oldest complete episode still whole
+        self._oldest = np.ones(n, np.int64)  # ordinal of the oldest complete episode still whole
         self._valid = np.zeros(n, np.int64)  # transitions of the complete, whole episodes
         self._damaged = np.zeros(n, bool)  # unfinished episode longer than the ring (lost its head)
         # The next observation of each env's latest step: needed if its episode is cut short there.
@@ -277,13 +279,24 @@ class HerStorage:
         size = self.n_envs * slots
         self._ep_start = np.zeros(size, np.int64)
         self._ep_len = np.zeros(size, np.int64)
-        self._final_groups = [np.zeros((size, *shape), dtype) for shape, dtype in self._group_specs]
+        # Final observations, in the row record layout (only the observation fields are used), so
+        # they patch a gathered batch of records directly.
+        self._final_rows = np.zeros((size, self._row_bytes), np.uint8)
         self._build_views()
 
+    _VIEWS = ("_obs", "_ep_final", "_actions", "_rewards", "_terminated", "_truncated", "_episode")
+
     def _build_views(self) -> None:
-        """Per-key views into the packed groups (rebuilt after unpickling and table growth)."""
-        self._obs = _key_views(self._obs_groups, self._layout)
-        self._ep_final = _key_views(self._final_groups, self._layout)
+        """Per-field views into the records (rebuilt after unpickling and table growth)."""
+        rows = _record_views(self._rows, self._record)
+        self._obs = {key: rows["obs", key] for key in self._obs_specs}
+        self._actions = rows[_ACTION]
+        self._rewards = rows[_REWARD]
+        self._terminated = rows[_TERMINATED]
+        self._truncated = rows[_TRUNCATED]
+        self._episode = rows[_EPISODE]
+        finals = _record_views(self._final_rows, self._record)
+        self._ep_final = {key: finals["obs", key] for key in self._obs_specs}
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -292,8 +305,9 @@ class HerStorage:
     def __getstate__(self) -> dict[str, Any]:
         self.flush()  # staged steps may reference the caller's arrays: write them before pickling
         state = self.__dict__.copy()
-        # Views would be pickled as copies of their data: keep only the groups they view.
-        del state["_obs"], state["_ep_final"]
+        # Views would be pickled as copies of their data: keep only the records they view.
+        for name in self._VIEWS:
+            del state[name]
         if not self._pickle_functions:
             state["reward_fn"] = None
             state["terminated_fn"] = None
@@ -318,16 +332,9 @@ class HerStorage:
     def nbytes(self) -> int:
         """Bytes of all arrays the storage holds (info dicts, when kept, not included)."""
         self.flush()
-        arrays = [
-            self._actions,
-            self._rewards,
-            self._terminated,
-            self._truncated,
-            self._episode,
-            self._starts,
-        ]
-        arrays += [self._ep_start, self._ep_len, self._current, self._current_len, self._oldest, self._valid]
-        arrays += [*self._obs_groups, *self._pending.values(), *self._final_groups]
+        arrays = [self._rows, self._final_rows, self._starts, self._ep_start, self._ep_len]
+        arrays += [self._current, self._current_len, self._oldest, self._valid, self._damaged]
+        arrays += list(self._pending.values())
         if self._infos is not None:
             arrays.append(self._infos)
         return int(sum(a.nbytes for a in arrays))
@@ -599,7 +606,7 @@ class HerStorage:
     def _grow_episode_table(self) -> None:
         """Double the per-env episode slots, moving every live episode to ``ordinal mod 2E``."""
         old_slots = self._slots
-        old_start, old_len, old_final = self._ep_start, self._ep_len, self._final_groups
+        old_start, old_len, old_final = self._ep_start, self._ep_len, self._final_rows
         self._allocate_episode_table(old_slots * 2)
         ordinals = self._oldest[:, None] + np.arange(old_slots)[None, :]  # (n_envs, old_slots)
         live = ordinals < self._current[:, None]
@@ -609,8 +616,7 @@ class HerStorage:
         dst = envs * self._slots + (ordinals & (self._slots - 1))
         self._ep_start[dst] = old_start[src]
         self._ep_len[dst] = old_len[src]
-        for final, old in zip(self._final_groups, old_final, strict=True):
-            final[dst] = old[src]
+        self._final_rows[dst] = old_final[src]
 
     def end_episodes(self) -> np.ndarray:
         """Cut every env's unfinished episode at its latest stored step, marking that step truncated.
@@ -655,34 +661,37 @@ class HerStorage:
         # Uniform over all sampleable transitions, like stable-baselines3, without listing them:
         # a draw in [0, total) names an env (by cumulative window sizes) and an offset in its window.
         draws = rng.integers(0, total, size=batch_size)
-        if n == 1:  # one env: flat index = row, table slot = episode ordinal mod slots
+        if n == 1:  # one env: flat index = row
             envs = None
             rows = (draws + int(self._window_start[0])) % steps
             flat = rows
-            slot = self._episode[flat] & (slots - 1)
             next_flat = (rows + 1) % steps
         else:
             ends = self._window_ends
             envs = np.searchsorted(ends, draws, side="right")
             rows = (self._window_start[envs] + draws - (ends - self._valid)[envs]) % steps
             flat = rows * n + envs
-            slot = envs * slots + (self._episode[flat] & (slots - 1))
             next_flat = ((rows + 1) % steps) * n + envs
+        records = np.take(self._rows, flat, axis=0)
+        fields = _record_views(records, self._record)
+        slot = fields[_EPISODE] & (slots - 1)
+        if envs is not None:
+            slot += envs * slots
         ep_start = self._ep_start[slot]
         ep_len = self._ep_len[slot]
         step = (rows - ep_start) % steps
 
-        observations = _key_views([np.take(group, flat, axis=0) for group in self._obs_groups], self._layout)
+        observations = {key: fields["obs", key] for key in self._obs_specs}
         # The next observation is the next row's, except after an episode's last step (kept apart).
         last = np.flatnonzero(step == ep_len - 1)
-        next_groups = [np.take(group, next_flat, axis=0) for group in self._obs_groups]
+        next_records = np.take(self._rows, next_flat, axis=0)
         if last.size:
-            for group, final in zip(next_groups, self._final_groups, strict=True):
-                group[last] = final[slot[last]]
-        next_observations = _key_views(next_groups, self._layout)
-        rewards = self._rewards[flat]
-        terminated = self._terminated[flat].astype(np.float32)
-        truncated = self._truncated[flat].astype(np.float32)
+            next_records[last] = self._final_rows[slot[last]]
+        next_fields = _record_views(next_records, self._record, [("obs", key) for key in self._obs_specs])
+        next_observations = {key: next_fields["obs", key] for key in self._obs_specs}
+        rewards = fields[_REWARD]
+        terminated = fields[_TERMINATED].astype(np.float32)
+        truncated = fields[_TRUNCATED].astype(np.float32)
         relabelled = np.zeros(batch_size, bool)
 
         n_relabel = int(self.her_ratio * batch_size)
@@ -712,7 +721,7 @@ class HerStorage:
                 terminated[v] = flags.reshape(n_relabel)
         return {
             "observations": observations,
-            "actions": np.take(self._actions, flat, axis=0),
+            "actions": fields[_ACTION],
             "rewards": rewards,
             "next_observations": next_observations,
             "terminateds": terminated,
@@ -740,49 +749,36 @@ class HerStorage:
         return goals
 
 
-def _pack_layout(
-    specs: Mapping[str, tuple[tuple[int, ...], np.dtype]],
-) -> tuple[dict[str, tuple[int, int, int, tuple[int, ...]]], list[tuple[tuple[int, ...], np.dtype]]]:
-    """Group observation entries: ``{key: (group, start, stop, shape)}`` and each group's row shape.
+_ACTION, _REWARD, _TERMINATED, _TRUNCATED, _EPISODE = (
+    ("meta", name) for name in ("action", "reward", "terminated", "truncated", "episode")
+)
+Layout = dict[tuple[str, str], tuple[int, np.dtype, tuple[int, ...], tuple[int, ...]]]
 
-    Entries with at most one dimension and the same dtype become columns of one group; an entry of
-    more dimensions (an image) is a group of its own.
+
+def _record_layout(fields: Mapping[tuple[str, str], tuple[tuple[int, ...], np.dtype]]) -> tuple[Layout, int]:
+    """Where each field of one row record lies: ``{field: (offset, dtype, shape, inner strides)}``.
+
+    Fields are placed by decreasing item size, so each is aligned to its item size without padding;
+    the row is padded to a multiple of 8 bytes, which keeps every field aligned in every row.
     """
-    layout: dict[str, tuple[int, int, int, tuple[int, ...]]] = {}
-    groups: list[tuple[tuple[int, ...], np.dtype]] = []
-    flat_group: dict[np.dtype, int] = {}
-    widths: list[int] = []
-    for key, (shape, dtype) in specs.items():
-        if len(shape) > 1:
-            layout[key] = (len(groups), 0, 0, shape)
-            groups.append((shape, dtype))
-            widths.append(-1)
-            continue
-        if dtype not in flat_group:
-            flat_group[dtype] = len(groups)
-            groups.append(((0,), dtype))
-            widths.append(0)
-        index = flat_group[dtype]
-        width = shape[0] if shape else 1
-        layout[key] = (index, widths[index], widths[index] + width, shape)
-        widths[index] += width
-    groups = [
-        ((widths[i],), dtype) if widths[i] >= 0 else (shape, dtype) for i, (shape, dtype) in enumerate(groups)
-    ]
-    return layout, groups
+    layout: Layout = {}
+    offset = 0
+    for name, (shape, dtype) in sorted(fields.items(), key=lambda item: -item[1][1].itemsize):
+        inner = tuple(
+            int(np.prod(shape[i + 1 :], dtype=np.int64)) * dtype.itemsize for i in range(len(shape))
+        )
+        layout[name] = (offset, dtype, shape, inner)
+        offset += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    return layout, max(-(-offset // 8) * 8, 8)
 
 
-def _key_views(groups: list[np.ndarray], layout: Mapping[str, tuple[int, int, int, tuple[int, ...]]]) -> dict:
-    """``{key: view}`` of the packed ``groups`` (rows along axis 0)."""
+def _record_views(records: np.ndarray, layout: Layout, names: Any = None) -> dict:
+    """``{field: view}`` into a C-contiguous ``(rows, row_bytes)`` uint8 array of records."""
+    n_rows, row_bytes = len(records), records.strides[0]
     views = {}
-    for key, (index, start, stop, shape) in layout.items():
-        group = groups[index]
-        if len(shape) > 1:
-            views[key] = group
-        elif shape:
-            views[key] = group[:, start:stop]
-        else:
-            views[key] = group[:, start]
+    for name in layout if names is None else names:
+        offset, dtype, shape, inner = layout[name]
+        views[name] = np.ndarray((n_rows, *shape), dtype, records, offset, (row_bytes, *inner))
     return views
 
 
