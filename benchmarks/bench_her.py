@@ -97,6 +97,22 @@ def _fill(buffer: Any, calls: list[tuple], n: int, chunk: int) -> float:
     return statistics.median(per_add)
 
 
+def _interleaved(ours: Any, peer: Any, rounds: int) -> tuple[float, float]:
+    """Median seconds per call of ``ours`` and ``peer``, timed in alternating rounds.
+
+    Alternating spreads any change in the machine's load over both sides (this machine is shared).
+    """
+    ours_times: list[float] = []
+    peer_times: list[float] = []
+    for _ in range(rounds * 2):
+        for fn, times, calls in ((ours, ours_times, 20), (peer, peer_times, 3)):
+            for _ in range(calls):
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+    return statistics.median(ours_times), statistics.median(peer_times)
+
+
 def _sb3_bytes(buffer: Any) -> tuple[int, int]:
     """(array bytes, array + info dict bytes) of stable-baselines3's HerReplayBuffer."""
     arrays = [*buffer.observations.values(), *buffer.next_observations.values()]
@@ -148,8 +164,7 @@ def _measure(size: int, calls: list[tuple], repeats: int, quick: bool) -> list[R
     rows.append(Row("her", f"add {label}", "us/transition", ours_add * 1e6, peer_add * 1e6, PEER, False))
 
     for batch in (256, 2048):
-        ours_s = median_seconds(lambda b=batch: ours.sample(b), repeats * 10)
-        peer_s = median_seconds(lambda b=batch: peer.sample(b), repeats * 2)
+        ours_s, peer_s = _interleaved(lambda b=batch: ours.sample(b), lambda b=batch: peer.sample(b), repeats)
         rows.append(Row("her", f"sample({batch}) {label}", "ms", ours_s * 1e3, peer_s * 1e3, PEER, False))
 
     peer_arrays, peer_total = _sb3_bytes(peer)

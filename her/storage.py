@@ -660,7 +660,9 @@ class HerStorage:
         rng = self.rng
         # Uniform over all sampleable transitions, like stable-baselines3, without listing them:
         # a draw in [0, total) names an env (by cumulative window sizes) and an offset in its window.
-        draws = rng.integers(0, total, size=batch_size)
+        # (Scaled uniform floats: half the cost of Generator.integers; the clip covers u * total
+        # rounding up to total, and the bias is below 2**-53.)
+        draws = np.minimum((rng.random(batch_size) * total).astype(np.int64), total - 1)
         if n == 1:  # one env: flat index = row
             envs = None
             rows = (draws + int(self._window_start[0])) % steps
@@ -738,6 +740,9 @@ class HerStorage:
         ep_len: np.ndarray,
     ) -> np.ndarray:
         """New goals: the next achieved goal of a step of the same episode chosen by the strategy."""
+        if self.goal_selection_strategy is GoalSelectionStrategy.FINAL:
+            # Always the episode's last step, whose next achieved goal is its final observation's.
+            return self._ep_final["achieved_goal"][slot]
         goal_step = sample_goal_steps(self.goal_selection_strategy, step, ep_len, self.rng)
         # The next achieved goal of step j is the achieved goal of row j + 1 of the same episode, or,
         # for the episode's last step, the final observation's (kept in the episode table).
