@@ -207,13 +207,15 @@ class HerStorage:
 
         self._obs_specs = _field_specs(observation_space)
         self._action_shape, self._action_dtype = _action_spec(action_space)
-        fields = {("obs", key): spec for key, spec in self._obs_specs.items()}
+        # Record field names: "obs:<key>" for observation entries cannot collide with "meta:<name>".
+        self._obs_names = {key: f"obs:{key}" for key in self._obs_specs}
+        fields = {self._obs_names[key]: spec for key, spec in self._obs_specs.items()}
         fields[_ACTION] = (self._action_shape, self._action_dtype)
         fields[_REWARD] = ((), np.dtype(np.float32))
         fields[_TERMINATED] = ((), np.dtype(bool))
         fields[_TRUNCATED] = ((), np.dtype(bool))
         fields[_EPISODE] = ((), np.dtype(np.int64))
-        self._record, self._row_bytes = _record_layout(fields)
+        self._record = _record_dtype(fields)
         self.steps_per_env = max(capacity // self.n_envs, 1)
         self.borrow_arrays = bool(borrow_arrays)
         # A block never covers a row twice, which keeps the bulk writes of flush() order-free.
@@ -253,7 +255,7 @@ class HerStorage:
         # side, so sampling a row touches one place in memory instead of one per array (with a
         # million rows, random gathers are bound by cache misses, not by the bytes copied).
         # np.zeros maps zero pages lazily: construction costs O(1), not O(capacity).
-        self._rows = np.zeros((n_rows, self._row_bytes), np.uint8)
+        self._rows = np.zeros(n_rows, self._record)
         # True on rows where some env's episode starts: only there can `add` overwrite a first row.
         self._starts = np.zeros(self.steps_per_env, bool)
         self._starts[0] = True
@@ -281,22 +283,21 @@ class HerStorage:
         self._ep_len = np.zeros(size, np.int64)
         # Final observations, in the row record layout (only the observation fields are used), so
         # they patch a gathered batch of records directly.
-        self._final_rows = np.zeros((size, self._row_bytes), np.uint8)
+        self._final_rows = np.zeros(size, self._record)
         self._build_views()
 
     _VIEWS = ("_obs", "_ep_final", "_actions", "_rewards", "_terminated", "_truncated", "_episode")
 
     def _build_views(self) -> None:
         """Per-field views into the records (rebuilt after unpickling and table growth)."""
-        rows = _record_views(self._rows, self._record)
-        self._obs = {key: rows["obs", key] for key in self._obs_specs}
+        rows = self._rows  # numpy field access gives views, no copies
+        self._obs = {key: rows[name] for key, name in self._obs_names.items()}
         self._actions = rows[_ACTION]
         self._rewards = rows[_REWARD]
         self._terminated = rows[_TERMINATED]
         self._truncated = rows[_TRUNCATED]
         self._episode = rows[_EPISODE]
-        finals = _record_views(self._final_rows, self._record)
-        self._ep_final = {key: finals["obs", key] for key in self._obs_specs}
+        self._ep_final = {key: self._final_rows[name] for key, name in self._obs_names.items()}
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -675,25 +676,23 @@ class HerStorage:
             flat = rows * n + envs
             next_flat = ((rows + 1) % steps) * n + envs
         records = np.take(self._rows, flat, axis=0)
-        fields = _record_views(records, self._record)
-        slot = fields[_EPISODE] & (slots - 1)
+        slot = records[_EPISODE] & (slots - 1)
         if envs is not None:
             slot += envs * slots
         ep_start = self._ep_start[slot]
         ep_len = self._ep_len[slot]
         step = (rows - ep_start) % steps
 
-        observations = {key: fields["obs", key] for key in self._obs_specs}
+        observations = {key: records[name] for key, name in self._obs_names.items()}
         # The next observation is the next row's, except after an episode's last step (kept apart).
         last = np.flatnonzero(step == ep_len - 1)
         next_records = np.take(self._rows, next_flat, axis=0)
         if last.size:
             next_records[last] = self._final_rows[slot[last]]
-        next_fields = _record_views(next_records, self._record, [("obs", key) for key in self._obs_specs])
-        next_observations = {key: next_fields["obs", key] for key in self._obs_specs}
-        rewards = fields[_REWARD]
-        terminated = fields[_TERMINATED].astype(np.float32)
-        truncated = fields[_TRUNCATED].astype(np.float32)
+        next_observations = {key: next_records[name] for key, name in self._obs_names.items()}
+        rewards = records[_REWARD]
+        terminated = records[_TERMINATED].astype(np.float32)
+        truncated = records[_TRUNCATED].astype(np.float32)
         relabelled = np.zeros(batch_size, bool)
 
         n_relabel = int(self.her_ratio * batch_size)
@@ -723,7 +722,7 @@ class HerStorage:
                 terminated[v] = flags.reshape(n_relabel)
         return {
             "observations": observations,
-            "actions": fields[_ACTION],
+            "actions": records[_ACTION],
             "rewards": rewards,
             "next_observations": next_observations,
             "terminateds": terminated,
@@ -755,36 +754,29 @@ class HerStorage:
 
 
 _ACTION, _REWARD, _TERMINATED, _TRUNCATED, _EPISODE = (
-    ("meta", name) for name in ("action", "reward", "terminated", "truncated", "episode")
+    "meta:action",
+    "meta:reward",
+    "meta:terminated",
+    "meta:truncated",
+    "meta:episode",
 )
-Layout = dict[tuple[str, str], tuple[int, np.dtype, tuple[int, ...], tuple[int, ...]]]
 
 
-def _record_layout(fields: Mapping[tuple[str, str], tuple[tuple[int, ...], np.dtype]]) -> tuple[Layout, int]:
-    """Where each field of one row record lies: ``{field: (offset, dtype, shape, inner strides)}``.
+def _record_dtype(fields: Mapping[str, tuple[tuple[int, ...], np.dtype]]) -> np.dtype:
+    """The structured dtype of one row record, every field aligned to its item size.
 
-    Fields are placed by decreasing item size, so each is aligned to its item size without padding;
-    the row is padded to a multiple of 8 bytes, which keeps every field aligned in every row.
+    Fields are placed by decreasing item size, so none needs padding; the record is padded to a
+    multiple of 8 bytes, which keeps every field aligned in every row of an array of records.
     """
-    layout: Layout = {}
+    names, formats, offsets = [], [], []
     offset = 0
     for name, (shape, dtype) in sorted(fields.items(), key=lambda item: -item[1][1].itemsize):
-        inner = tuple(
-            int(np.prod(shape[i + 1 :], dtype=np.int64)) * dtype.itemsize for i in range(len(shape))
-        )
-        layout[name] = (offset, dtype, shape, inner)
+        names.append(name)
+        formats.append((dtype, shape) if shape else dtype)
+        offsets.append(offset)
         offset += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    return layout, max(-(-offset // 8) * 8, 8)
-
-
-def _record_views(records: np.ndarray, layout: Layout, names: Any = None) -> dict:
-    """``{field: view}`` into a C-contiguous ``(rows, row_bytes)`` uint8 array of records."""
-    n_rows, row_bytes = len(records), records.strides[0]
-    views = {}
-    for name in layout if names is None else names:
-        offset, dtype, shape, inner = layout[name]
-        views[name] = np.ndarray((n_rows, *shape), dtype, records, offset, (row_bytes, *inner))
-    return views
+    itemsize = max(-(-offset // 8) * 8, 8)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize})
 
 
 def _stack(items: list[Any], shape: tuple[int, ...]) -> np.ndarray:
