@@ -6,8 +6,9 @@ the same ``add`` calls through the stable-baselines3 interface and sample throug
 on the CPU, relabelled rewards from the same env's ``compute_reward``).
 
 Rows: construction; ``add`` (per transition, measured while filling the whole buffer, wrap-around
-included); ``sample(256)`` and ``sample(2048)`` on the full buffer; bytes per transition, counting
-the arrays, and for stable-baselines3 also the info dict it builds per transition.
+included); ``sample(256)`` and ``sample(2048)`` on the full buffer; one ``add`` followed by one
+``sample(256)`` (a training loop with ``train_freq=1``); bytes per transition, counting the arrays,
+and for stable-baselines3 also the info dict it builds per transition.
 """
 
 from __future__ import annotations
@@ -166,6 +167,17 @@ def _measure(size: int, calls: list[tuple], repeats: int, quick: bool) -> list[R
     for batch in (256, 2048):
         ours_s, peer_s = _interleaved(lambda b=batch: ours.sample(b), lambda b=batch: peer.sample(b), repeats)
         rows.append(Row("her", f"sample({batch}) {label}", "ms", ours_s * 1e3, peer_s * 1e3, PEER, False))
+
+    # A training loop with train_freq=1: one add, then one sample, so every sample writes one step.
+    cursor = [0]
+
+    def train_step(buffer: Any) -> None:
+        buffer.add(*calls[cursor[0] % len(calls)])
+        cursor[0] += 1
+        buffer.sample(256)
+
+    ours_s, peer_s = _interleaved(lambda: train_step(ours), lambda: train_step(peer), repeats)
+    rows.append(Row("her", f"add+sample(256) {label}", "ms", ours_s * 1e3, peer_s * 1e3, PEER, False))
 
     peer_arrays, peer_total = _sb3_bytes(peer)
     transitions = ours.buffer_size * ours.n_envs
