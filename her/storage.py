@@ -2,10 +2,11 @@
 
 Layout
 ------
-Transitions live in ring arrays of ``T = capacity // n_envs`` rows per environment, all environments
-writing one row per ``add`` (the same lockstep layout as stable-baselines3, so ``capacity`` means the
-same thing). The arrays are flat, index ``row * n_envs + env``, so a batch gathers with one ``np.take``
-per field.
+Transitions live in a ring of ``T = capacity // n_envs`` rows per environment, all environments
+writing one row per step (the same lockstep layout as stable-baselines3, so ``capacity`` means the
+same thing). Each row is one record of a structured dtype (observation entries, action, reward,
+flags, episode ordinal side by side), stored flat at index ``row * n_envs + env``: a batch gathers
+with one ``np.take``, touching one place in memory per sampled transition.
 
 Each observation is stored **once**. Within an episode the next observation of step ``t`` is the
 observation of step ``t + 1``, i.e. the row after it. Only the next observation of an episode's last
@@ -16,7 +17,7 @@ storing ``obs`` and ``next_obs`` side by side.
 Episodes
 --------
 Every row records the ordinal of the episode it belongs to (episodes are numbered per environment,
-0, 1, 2, ...). An episode's start row, length and terminal observation sit in a per-environment table
+1, 2, 3, ...; 0 marks a row never written, so the zero-filled ring needs no initialisation). An episode's start row, length and terminal observation sit in a per-environment table
 indexed by ``ordinal mod E``; ``E`` is a power of two that doubles whenever more episodes of one env
 are live at once (so short episodes never evict long-lived ones).
 
@@ -28,7 +29,15 @@ the per-env window sizes, and read the episode's bounds from the table. Nothing 
 
 When the ring overwrites the first row of an episode, the whole episode leaves the window at once
 (the oldest episode is dropped before any of its rows could be sampled in a damaged state). To keep
-``add`` cheap, this check runs only on rows where some episode starts (a one-byte mark per row).
+``add`` cheap, this check runs only on rows where some episode starts (a one-byte mark per row). An
+episode longer than the whole ring loses its first steps and is never sampled.
+
+Writing
+-------
+``add`` only stages a step; staged steps are written in blocks (one array operation per field for
+the whole block), and the episode bookkeeping of a block is vectorized too. A block never covers a
+row twice, so its effects separate cleanly (see ``_block_episode_events``); the rare block that
+reaches the first row of an unfinished episode is replayed step by step instead.
 """
 
 from __future__ import annotations
