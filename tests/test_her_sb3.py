@@ -377,3 +377,20 @@ def test_import_her_is_light():
     code = "import sys, her; print('torch' in sys.modules, 'stable_baselines3' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=".")
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_vec_normalize_is_seen_through_and_normalizes_samples():
+    from stable_baselines3.common.vec_env import VecNormalize
+
+    venv = VecNormalize(DummyVecEnv([EncodedEnv]), norm_obs_keys=["observation"], norm_reward=False)
+    venv.obs_rms["observation"].mean[:] = 1.0
+    buffer = HerReplayBuffer(100, EncodedEnv.observation_space, EncodedEnv.action_space, venv, seed=0)
+    assert buffer.storage.reward_fn.__self__ is venv.venv.envs[0]  # resolved through the wrapper
+    feed([buffer], 1, 40)
+    buffer.storage.rng = np.random.default_rng(0)
+    raw = buffer.sample(32)
+    buffer.storage.rng = np.random.default_rng(0)
+    normalized = buffer.sample(32, env=venv)
+    expected = venv.normalize_obs({"observation": raw.observations["observation"].numpy()})["observation"]
+    np.testing.assert_allclose(normalized.observations["observation"].numpy(), expected, rtol=1e-6)
+    torch.testing.assert_close(normalized.observations["desired_goal"], raw.observations["desired_goal"])
