@@ -394,3 +394,15 @@ def test_vec_normalize_is_seen_through_and_normalizes_samples():
     expected = venv.normalize_obs({"observation": raw.observations["observation"].numpy()})["observation"]
     np.testing.assert_allclose(normalized.observations["observation"].numpy(), expected, rtol=1e-6)
     torch.testing.assert_close(normalized.observations["desired_goal"], raw.observations["desired_goal"])
+
+
+@pytest.mark.parametrize("obs_kind", ["discrete_obs_space", "image_obs_space"])
+def test_discrete_and_image_observation_entries(obs_kind):
+    """stable-baselines3's BitFlippingEnv variants: Discrete entries (shape (1,)) and image entries."""
+    env = make_vec_env(lambda: BitFlippingEnv(n_bits=4, **{obs_kind: True}), n_envs=2)
+    model = small(DQN, env, learning_starts=30)
+    model.learn(80)
+    samples = model.replay_buffer.sample(16)
+    for key, space in env.observation_space.spaces.items():
+        expected = (16, 1) if isinstance(space, spaces.Discrete) else (16, *space.shape)
+        assert tuple(samples.observations[key].shape) == expected
