@@ -1,0 +1,40 @@
+"""her: Hindsight Experience Replay storage, goal strategies and a stable-baselines3 adapter.
+
+* :class:`HerStorage`: framework-free replay storage with hindsight relabelling (numpy in, numpy or
+  torch out), usable from any training loop;
+* :class:`GoalSelectionStrategy` and :func:`sample_goal_steps`: the pure goal samplers;
+* :class:`HerReplayBuffer`: a drop-in for ``stable_baselines3.HerReplayBuffer``.
+
+Importing ``her`` imports neither torch nor stable-baselines3: ``her.HerReplayBuffer`` loads the
+adapter (and them) on first access.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from her.envfns import resolve_env_function
+from her.storage import GoalFn, HerStorage
+from her.strategies import GoalSelectionStrategy, parse_strategy, sample_goal_steps
+
+if TYPE_CHECKING:
+    from her.sb3 import HerReplayBuffer
+
+__all__ = [
+    "GoalFn",
+    "GoalSelectionStrategy",
+    "HerReplayBuffer",
+    "HerStorage",
+    "parse_strategy",
+    "resolve_env_function",
+    "sample_goal_steps",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The adapter needs torch and stable-baselines3; load them only when it is asked for.
+    if name == "HerReplayBuffer":
+        from her.sb3 import HerReplayBuffer
+
+        return HerReplayBuffer
+    raise AttributeError(f"module 'her' has no attribute {name!r}")

@@ -1,0 +1,113 @@
+"""Find a goal environment's ``compute_reward`` / ``compute_terminated`` as a function of this process.
+
+Relabelling calls the reward function on every sampled batch, so it must be cheap to call. With a
+``SubprocVecEnv`` the environments live in worker processes, and stable-baselines3 calls
+``env_method("compute_reward", ...)`` on every sample: the whole batch is pickled to a worker and
+back. The GoalEnv contract makes ``compute_reward`` pure (it reads no env state), so any instance of
+the same environment computes the same rewards. We therefore resolve the function **once** and call
+it here:
+
+1. a native gymnasium vector env that defines the method itself (e.g. goalenvs' vector envs): that
+   method, already vectorized;
+2. local environments (a gymnasium ``Env``/``Wrapper``, stable-baselines3's ``DummyVecEnv``,
+   gymnasium's ``SyncVectorEnv``, under any vec-env wrappers such as ``VecNormalize``): the method of
+   the first environment, looked up through its wrappers as ``VecEnv.env_method`` would;
+3. environments in other processes (``SubprocVecEnv``, ``AsyncVectorEnv``): the env's ``EnvSpec`` is
+   fetched (a small picklable record) and one environment is made from it in this process, whose
+   method is used.
+
+We deliberately do not fetch the bound method itself with ``get_attr("compute_reward")``: that
+pickles the whole environment inside the worker, and an environment that cannot be pickled makes
+stable-baselines3's worker die, breaking the training env. When neither route works (a remote env
+made without a spec) the resolver returns ``None`` and the caller decides (the stable-baselines3
+adapter then falls back to ``env_method`` with a warning; ``HerStorage`` asks for an explicit function).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+
+__all__ = ["resolve_env_function"]
+
+
+def _wrapper_attr(env: Any, name: str) -> Any:
+    """``name`` looked up through gymnasium wrappers (outermost first), as ``env_method`` does."""
+    if hasattr(env, "get_wrapper_attr"):
+        try:
+            return env.get_wrapper_attr(name)
+        except AttributeError:
+            return None
+    return getattr(env, name, None)
+
+
+def _local_envs(env: Any) -> list[Any] | None:
+    """The in-process environments behind a vec env (through vec-env wrappers), or None."""
+    base = env
+    # stable-baselines3 VecEnvWrapper chains expose the innermost VecEnv as `.unwrapped` (and `.venv`).
+    for _ in range(64):
+        inner = getattr(base, "venv", None)
+        if inner is None:
+            break
+        base = inner
+    envs = getattr(base, "envs", None)
+    if isinstance(envs, (list, tuple)) and envs:
+        return list(envs)
+    return None
+
+
+def _remote_spec(env: Any) -> Any:
+    """The EnvSpec of the first environment of a stable-baselines3 VecEnv whose envs live elsewhere."""
+    try:
+        specs = env.get_attr("spec", indices=[0])
+    except (AttributeError, EOFError, BrokenPipeError):
+        return None
+    return specs[0] if specs else None
+
+
+_VECTOR_ONLY_KWARGS = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers")
+
+
+def _env_from_spec(spec: Any) -> Any:
+    """One plain environment made in this process from ``spec`` (a vector env's spec works too)."""
+    kwargs = {key: value for key, value in (spec.kwargs or {}).items() if key not in _VECTOR_ONLY_KWARGS}
+    try:
+        # Without the spec's extra wrappers: some (e.g. stable-baselines3's Monitor) cannot be
+        # recreated, and the functions we want belong to the environment itself.
+        spec = dataclasses.replace(spec, kwargs=kwargs, additional_wrappers=())
+        return gym.make(spec, disable_env_checker=True)
+    except Exception:  # an unmakeable spec means "not resolvable here", not a crash of training
+        return None
+
+
+def resolve_env_function(env: Any, name: str) -> Callable[..., Any] | None:
+    """Return ``env``'s method ``name`` (e.g. ``"compute_reward"``) as a callable of this process.
+
+    ``env`` may be a gymnasium env or wrapper, a gymnasium vector env, or a stable-baselines3 VecEnv
+    (possibly wrapped). Returns ``None`` when the method cannot be had in this process (the env lacks
+    it, or the env lives in another process and has no spec to rebuild it from).
+    """
+    if isinstance(env, gym.Env):
+        return _wrapper_attr(env, name)
+    if isinstance(env, gym.vector.VectorEnv):
+        base = env.unwrapped
+        own = getattr(base, name, None)
+        if callable(own):  # a native vector env: its functions are already vectorized and local
+            return own
+        local = _local_envs(base)
+        if local is not None:
+            return _wrapper_attr(local[0], name)
+        spec = getattr(base, "spec", None) or getattr(env, "spec", None)
+    else:  # a stable-baselines3 VecEnv, through its VecEnvWrappers
+        local = _local_envs(env)
+        if local is not None:
+            return _wrapper_attr(local[0], name)
+        spec = _remote_spec(env)
+    if spec is None:
+        return None
+    # Pure functions make the local env's state irrelevant; the bound method we return keeps it alive.
+    local_env = _env_from_spec(spec)
+    return None if local_env is None else _wrapper_attr(local_env, name)

@@ -1,0 +1,294 @@
+"""``HerReplayBuffer``: drop-in for ``stable_baselines3.HerReplayBuffer``, thin over :class:`her.HerStorage`.
+
+Use it exactly as stable-baselines3's::
+
+    from her import HerReplayBuffer
+    model = DQN("MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer,
+                replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"))
+
+It subclasses stable-baselines3's class only so that the algorithms recognise it (they pass the env
+to, and call ``set_env`` / ``truncate_last_trajectory`` on, instances of that class); none of the
+parent's storage is built or used. What differs from stable-baselines3's buffer:
+
+* storage: each observation is stored once (see :mod:`her.storage`), no info dicts unless
+  ``copy_info_dict=True``; sampling is O(batch), not O(buffer);
+* relabelled rewards come from the env's ``compute_reward`` resolved once into a function of this
+  process (see :mod:`her.envfns`), also behind a ``SubprocVecEnv``;
+* the ``infos`` argument of ``compute_reward`` is ``None`` unless ``copy_info_dict=True`` (then the
+  object array of the stored info dicts, which ``compute_reward`` must not modify);
+* randomness from the buffer's own ``np.random.Generator`` (``seed``; by default seeded once from
+  NumPy's global state, so an algorithm's ``seed=`` still makes runs reproducible);
+* extra keyword-only options: ``recompute_terminated`` (relabelled ``done`` from the env's
+  ``compute_terminated``, stable-baselines3 issue #627), ``compute_reward`` / ``compute_terminated``
+  (explicit functions instead of the env's) and ``seed``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from stable_baselines3.common.buffers import ReplayBuffer
+from stable_baselines3.common.preprocessing import get_action_dim, get_obs_shape
+from stable_baselines3.common.type_aliases import DictReplayBufferSamples
+from stable_baselines3.common.utils import get_device
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as _SB3HerReplayBuffer
+
+from her.envfns import resolve_env_function
+from her.storage import GoalFn, HerStorage
+from her.strategies import GoalSelectionStrategy
+
+__all__ = ["HerReplayBuffer"]
+
+
+class _EnvMethod:
+    """Last resort: call ``env.env_method(name, ...)`` on env 0 (an inter-process call per batch)."""
+
+    def __init__(self, env: VecEnv, name: str) -> None:
+        self.env = env
+        self.name = name
+
+    def __call__(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray:
+        return self.env.env_method(self.name, achieved_goal, desired_goal, infos, indices=[0])[0]
+
+
+class HerReplayBuffer(_SB3HerReplayBuffer):
+    """Hindsight Experience Replay buffer for stable-baselines3's off-policy algorithms.
+
+    Same constructor and methods as ``stable_baselines3.HerReplayBuffer`` (see the module docstring
+    for the differences). ``buffer_size`` counts transitions over all envs; each env keeps
+    ``buffer_size // n_envs`` steps.
+
+    Extra keyword-only arguments:
+        recompute_terminated: recompute ``done`` of relabelled transitions with the env's
+            ``compute_terminated`` (default ``False``, as stable-baselines3).
+        compute_reward: a function ``(achieved_goal, desired_goal, infos) -> rewards`` to use instead
+            of the env's ``compute_reward`` (kept when the buffer is pickled; should then be picklable).
+        compute_terminated: likewise for ``compute_terminated``.
+        seed: seed of the buffer's generator; ``None`` draws one from NumPy's global state.
+    """
+
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Dict,
+        action_space: spaces.Space,
+        env: VecEnv | None,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        n_sampled_goal: int = 4,
+        goal_selection_strategy: GoalSelectionStrategy | str = "future",
+        copy_info_dict: bool = False,
+        *,
+        recompute_terminated: bool = False,
+        compute_reward: GoalFn | None = None,
+        compute_terminated: GoalFn | None = None,
+        seed: int | None = None,
+    ) -> None:
+        # The parent constructors are not called on purpose: they would allocate the storage we
+        # replace (including one info dict per transition). We set the attributes SB3 code reads.
+        if not isinstance(observation_space, spaces.Dict):
+            raise TypeError(
+                "HerReplayBuffer needs a spaces.Dict observation space, "
+                f"got {type(observation_space).__name__}"
+            )
+        if optimize_memory_usage:
+            raise ValueError(
+                "optimize_memory_usage=True is not supported (nor by stable-baselines3's HerReplayBuffer); "
+                "this buffer already stores each observation once"
+            )
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.obs_shape = get_obs_shape(observation_space)  # type: ignore[assignment]
+        self.action_dim = get_action_dim(action_space)
+        self.device = get_device(device)
+        self.n_envs = n_envs
+        self.buffer_size = max(buffer_size // n_envs, 1)
+        self.optimize_memory_usage = False
+        self.handle_timeout_termination = handle_timeout_termination
+        self.copy_info_dict = copy_info_dict
+        self.n_sampled_goal = n_sampled_goal
+        self.recompute_terminated = recompute_terminated
+        self._user_compute_reward = compute_reward
+        self._user_compute_terminated = compute_terminated
+        # Same shapes and dtypes as stable-baselines3 (a Discrete entry is stored with shape (1,)).
+        fields = {key: (shape, observation_space[key].dtype) for key, shape in self.obs_shape.items()}
+        action_dtype = ReplayBuffer._maybe_cast_dtype(action_space.dtype)
+        if seed is None:
+            # Algorithms seed NumPy's global state before building the buffer: derive ours from it once.
+            seed = int(np.random.randint(0, 2**31 - 1))  # noqa: NPY002  (read once, on purpose)
+        self._storage = HerStorage(
+            buffer_size,
+            fields,
+            ((self.action_dim,), action_dtype),
+            reward_fn=None,
+            n_envs=n_envs,
+            n_sampled_goal=n_sampled_goal,
+            goal_selection_strategy=goal_selection_strategy,
+            copy_info_dict=copy_info_dict,
+            recompute_terminated=False,  # the function is attached in _bind_env
+            seed=seed,
+            borrow_arrays=True,
+        )
+        self.goal_selection_strategy = self._storage.goal_selection_strategy
+        self.her_ratio = self._storage.her_ratio
+        self.env = None
+        if env is not None:
+            self._bind_env(env)
+        elif compute_reward is not None:
+            self._attach_functions(None)
+
+    # ------------------------------------------------------------------ env and functions
+    def _bind_env(self, env: VecEnv) -> None:
+        self.env = env
+        self._attach_functions(env)
+
+    def _attach_functions(self, env: VecEnv | None) -> None:
+        storage = self._storage
+        storage.reward_fn = self._resolve(env, "compute_reward", self._user_compute_reward)
+        if self.recompute_terminated:
+            terminated_fn = self._resolve(env, "compute_terminated", self._user_compute_terminated)
+            if terminated_fn is None:
+                raise ValueError(
+                    "recompute_terminated=True needs the env's compute_terminated, which this env does not "
+                    "define; pass compute_terminated= in replay_buffer_kwargs"
+                )
+            storage.terminated_fn = terminated_fn
+            storage.recompute_terminated = True
+        # Functions resolved from the env are rebuilt by set_env after loading; never pickle the env.
+        storage._pickle_functions = self._user_compute_reward is not None and (
+            not self.recompute_terminated or self._user_compute_terminated is not None
+        )
+
+    @staticmethod
+    def _resolve(
+        env: VecEnv | None, name: str, given: Callable[..., Any] | None
+    ) -> Callable[..., Any] | None:
+        if given is not None:
+            return given
+        if env is None:
+            return None
+        function = resolve_env_function(env, name)
+        if function is not None:
+            return function
+        if not env.has_attr(name):
+            return None
+        warnings.warn(
+            f"could not get {name} of the env in this process (its envs run in other processes and have no "
+            f"spec to rebuild one from); falling back to env.env_method({name!r}) on every sample, which is "
+            "slow. Make the env with gym.make / make_vec_env(env_id) "
+            f"or pass {name}= in replay_buffer_kwargs.",
+            stacklevel=3,
+        )
+        return _EnvMethod(env, name)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle without the env (as stable-baselines3); the env's functions come back with set_env."""
+        state = self.__dict__.copy()
+        del state["env"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.env = None
+
+    def set_env(self, env: VecEnv) -> None:
+        """Attach the env after unpickling (and resolve its ``compute_reward`` again)."""
+        if self.env is not None:
+            raise ValueError("Trying to set env of already initialized environment.")
+        self._bind_env(env)
+
+    # ------------------------------------------------------------------ SB3 buffer interface
+    @property
+    def storage(self) -> HerStorage:
+        """The framework-free storage under this adapter."""
+        return self._storage
+
+    @property
+    def pos(self) -> int:  # type: ignore[override]
+        return self._storage.pos
+
+    @property
+    def full(self) -> bool:  # type: ignore[override]
+        return self._storage.full
+
+    def size(self) -> int:
+        """Steps stored per env (stable-baselines3's meaning)."""
+        return self.buffer_size if self._storage.full else self._storage.pos
+
+    def reset(self) -> None:
+        self._storage.reset()
+
+    def add(  # type: ignore[override]
+        self,
+        obs: dict[str, np.ndarray],
+        next_obs: dict[str, np.ndarray],
+        action: np.ndarray,
+        reward: np.ndarray,
+        done: np.ndarray,
+        infos: list[dict[str, Any]],
+    ) -> None:
+        # stable-baselines3 hands over fresh arrays every step and never touches them again (the
+        # VecEnv copies its observations, `_store_transition` deep-copies next_obs), so the storage
+        # borrows them instead of copying; shapes are normalised when the staged block is written.
+        if self.n_envs == 1:
+            # One env: Python scalars are much cheaper than one-element array operations.
+            ended = bool(done[0])
+            timeout = ended and bool(infos[0].get("TimeLimit.truncated", False))
+            terminated: Any = ended and not timeout
+            truncated: Any = timeout
+        else:
+            ended_arr = np.asarray(done, dtype=bool).reshape(self.n_envs)
+            timeouts = np.fromiter(
+                (info.get("TimeLimit.truncated", False) for info in infos), bool, self.n_envs
+            )
+            truncated = ended_arr & timeouts
+            terminated = ended_arr & ~timeouts
+        # The timeout flag is kept whatever handle_timeout_termination says: sample() decides whether
+        # it cancels `done`, and recompute_terminated needs it either way.
+        self._storage.add(obs, action, reward, terminated, truncated, infos, next_obs)
+
+    def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
+        data = self._storage.sample_arrays(batch_size)
+        observations = self._normalize_obs(data["observations"], env)
+        next_observations = self._normalize_obs(data["next_observations"], env)
+        dones = data["terminateds"]
+        if not self.handle_timeout_termination:
+            # Without timeout handling a time-limit end is an end like any other (stable-baselines3).
+            dones = np.maximum(dones, data["truncateds"])
+        device = self.device
+        if device.type == "cpu":
+            to_tensor: Callable[[np.ndarray], th.Tensor] = th.from_numpy  # shares the fresh batch arrays
+        else:
+            to_tensor = partial(th.as_tensor, device=device)
+        return DictReplayBufferSamples(
+            observations={key: to_tensor(value) for key, value in observations.items()},  # type: ignore[union-attr]
+            actions=to_tensor(data["actions"]),
+            next_observations={key: to_tensor(value) for key, value in next_observations.items()},  # type: ignore[union-attr]
+            dones=to_tensor(dones.reshape(-1, 1)),
+            rewards=to_tensor(self._normalize_reward(data["rewards"].reshape(-1, 1), env)),
+        )
+
+    def truncate_last_trajectory(self) -> None:
+        """End every env's unfinished episode at its last stored step (called after loading a buffer).
+
+        As stable-baselines3: the step becomes a time-limit end (so values bootstrap from it when
+        ``handle_timeout_termination`` is true), and the episode can be sampled and relabelled.
+        """
+        self._storage.flush()
+        if (self._storage._current_len > 0).any():
+            warnings.warn(
+                "The last trajectory in the replay buffer will be truncated.\n"
+                "If you are in the same episode as when the replay buffer was saved,\n"
+                "you should use `truncate_last_traj=False` to avoid that issue.",
+                stacklevel=2,
+            )
+            self._storage.end_episodes()

@@ -1,0 +1,458 @@
+"""HerStorage: property tests against a plain reference model, and the storage's own API.
+
+Every observation encodes where it comes from: ``[env, episode, step]`` (the achieved goal too, and
+the desired goal is ``[env, episode, -1]``), so a sampled batch says exactly which episode and step
+each transition, next observation and relabelled goal came from.
+"""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from her import GoalSelectionStrategy, HerStorage
+
+SPACE = spaces.Dict(
+    {
+        "observation": spaces.Box(-np.inf, np.inf, (3,), np.float64),
+        "achieved_goal": spaces.Box(-np.inf, np.inf, (3,), np.float64),
+        "desired_goal": spaces.Box(-np.inf, np.inf, (3,), np.float64),
+    }
+)
+ACTION_SPACE = spaces.Box(-1, 1, (2,), np.float32)
+
+
+def reward_fn(achieved_goal, desired_goal, infos):
+    return -np.any(achieved_goal != desired_goal, axis=-1).astype(np.float32)
+
+
+def terminated_fn(achieved_goal, desired_goal, infos):
+    return np.all(achieved_goal == desired_goal, axis=-1)
+
+
+@dataclass
+class Episode:
+    env: int
+    ordinal: int
+    first_add: int
+    length: int = 0
+    complete: bool = False
+    flags: list = field(default_factory=list)  # (terminated, truncated) per step
+
+
+class Recorder:
+    """Feeds a storage with encoded steps and keeps the reference list of episodes."""
+
+    def __init__(self, storage: HerStorage, lengths: list[list[int]], kinds: list[bool]):
+        self.storage = storage
+        self.n_envs = storage.n_envs
+        self.lengths = lengths
+        self.kinds = kinds
+        self.adds = 0
+        self.episodes = [[Episode(e, 0, 0)] for e in range(self.n_envs)]
+
+    def obs(self, env: int, ordinal: int, step: int) -> np.ndarray:
+        return np.array([env, ordinal, step], np.float64)
+
+    def step(self) -> None:
+        n = self.n_envs
+        obs = {key: np.zeros((n, 3)) for key in SPACE.spaces}
+        next_obs = {key: np.zeros((n, 3)) for key in SPACE.spaces}
+        rewards = np.zeros(n, np.float32)
+        terminated = np.zeros(n, bool)
+        truncated = np.zeros(n, bool)
+        for env in range(n):
+            episode = self.episodes[env][-1]
+            if episode.length == 0:
+                episode.first_add = self.adds
+            t = episode.length
+            target = self.lengths[env][episode.ordinal % len(self.lengths[env])]
+            obs["observation"][env] = obs["achieved_goal"][env] = self.obs(env, episode.ordinal, t)
+            next_obs["observation"][env] = next_obs["achieved_goal"][env] = self.obs(
+                env, episode.ordinal, t + 1
+            )
+            obs["desired_goal"][env] = next_obs["desired_goal"][env] = [env, episode.ordinal, -1]
+            rewards[env] = t
+            ends = t + 1 == target
+            kind = self.kinds[(episode.ordinal + env) % len(self.kinds)]
+            terminated[env] = ends and kind
+            truncated[env] = ends and not kind
+            episode.length += 1
+            episode.flags.append((bool(terminated[env]), bool(truncated[env])))
+            if ends:
+                episode.complete = True
+                self.episodes[env].append(Episode(env, episode.ordinal + 1, self.adds + 1))
+        actions = np.zeros((n, 2), np.float32)
+        self.storage.add(obs, actions, rewards, terminated, truncated, [{}] * n, next_obs)
+        self.adds += 1
+
+    def cut(self) -> None:
+        """Mirror of HerStorage.end_episodes."""
+        for env in range(self.n_envs):
+            episode = self.episodes[env][-1]
+            if episode.length:
+                episode.complete = True
+                terminated, _ = episode.flags[-1]
+                episode.flags[-1] = (terminated, not terminated)
+                self.episodes[env].append(Episode(env, episode.ordinal + 1, self.adds))
+
+    def sampleable(self) -> dict[tuple[int, int], Episode]:
+        """Complete episodes whose every step is among the last steps_per_env adds."""
+        oldest_add = self.adds - self.storage.steps_per_env
+        return {
+            (e.env, e.ordinal): e
+            for per_env in self.episodes
+            for e in per_env
+            if e.complete and e.first_add >= oldest_add
+        }
+
+
+def check_batch(batch: dict, recorder: Recorder, storage: HerStorage, batch_size: int) -> None:
+    sampleable = recorder.sampleable()
+    obs, nxt = batch["observations"], batch["next_observations"]
+    n_relabel = int((1 - 1 / (storage.n_sampled_goal + 1)) * batch_size)
+    assert batch["relabelled"].sum() == n_relabel
+    assert batch["relabelled"][batch_size - n_relabel :].all()
+    for i in range(batch_size):
+        env, ordinal, t = obs["observation"][i].astype(int)
+        episode = sampleable.get((env, ordinal))
+        assert episode is not None, f"sampled ({env}, {ordinal}) which is not a complete, whole episode"
+        assert 0 <= t < episode.length
+        np.testing.assert_array_equal(nxt["observation"][i], [env, ordinal, t + 1])
+        np.testing.assert_array_equal(nxt["achieved_goal"][i], [env, ordinal, t + 1])
+        assert (batch["terminateds"][i], batch["truncateds"][i]) == episode.flags[t]
+        if not batch["relabelled"][i]:
+            np.testing.assert_array_equal(obs["desired_goal"][i], [env, ordinal, -1])
+            np.testing.assert_array_equal(nxt["desired_goal"][i], [env, ordinal, -1])
+            assert batch["rewards"][i] == t
+            continue
+        goal = obs["desired_goal"][i]
+        np.testing.assert_array_equal(nxt["desired_goal"][i], goal)
+        g_env, g_ordinal, g_next = goal.astype(int)
+        assert (g_env, g_ordinal) == (env, ordinal), "relabelled goal from another episode"
+        j = g_next - 1  # the goal is the next achieved goal of step j
+        strategy = storage.goal_selection_strategy
+        if strategy is GoalSelectionStrategy.FUTURE:
+            assert t <= j < episode.length
+        elif strategy is GoalSelectionStrategy.FINAL:
+            assert j == episode.length - 1
+        else:
+            assert 0 <= j < episode.length
+        assert batch["rewards"][i] == (0.0 if j == t else -1.0)
+
+
+scenario = dict(
+    n_envs=st.integers(1, 3),
+    capacity=st.integers(1, 40),
+    n_steps=st.integers(0, 120),
+    lengths=st.lists(st.lists(st.integers(1, 15), min_size=1, max_size=4), min_size=3, max_size=3),
+    kinds=st.lists(st.booleans(), min_size=1, max_size=4),
+    flush_every=st.integers(1, 64),
+    strategy=st.sampled_from(["future", "final", "episode"]),
+    n_sampled_goal=st.integers(0, 4),
+    cut=st.booleans(),
+    force_replay=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(**scenario)
+def test_samples_match_the_reference(
+    n_envs, capacity, n_steps, lengths, kinds, flush_every, strategy, n_sampled_goal, cut, force_replay, seed
+):
+    storage = HerStorage(
+        capacity,
+        SPACE,
+        ACTION_SPACE,
+        reward_fn,
+        n_envs=n_envs,
+        n_sampled_goal=n_sampled_goal,
+        goal_selection_strategy=strategy,
+        flush_every=flush_every,
+        seed=seed,
+    )
+    storage._force_event_replay = force_replay
+    recorder = Recorder(storage, lengths[:n_envs], kinds)
+    for _ in range(n_steps):
+        recorder.step()
+    if cut:
+        storage.end_episodes()
+        recorder.cut()
+    sampleable = recorder.sampleable()
+    assert storage.num_sampleable == sum(e.length for e in sampleable.values())
+    assert sorted(storage.episode_lengths().tolist()) == sorted(e.length for e in sampleable.values())
+    if not sampleable:
+        with pytest.raises(RuntimeError, match="before the end of the first episode"):
+            storage.sample(8)
+        return
+    check_batch(storage.sample(64), recorder, storage, 64)
+    # Keep adding after sampling (and after a cut): the storage must stay consistent.
+    for _ in range(7):
+        recorder.step()
+    if recorder.sampleable():
+        check_batch(storage.sample(33), recorder, storage, 33)
+
+
+@settings(max_examples=60, deadline=None)
+@given(**scenario)
+def test_block_writes_equal_step_by_step_replay(
+    n_envs, capacity, n_steps, lengths, kinds, flush_every, strategy, n_sampled_goal, cut, force_replay, seed
+):
+    """The vectorized block bookkeeping and the step-by-step replay give the same storage."""
+    storages = []
+    for replay, every in ((True, 1), (False, flush_every)):
+        storage = HerStorage(
+            capacity,
+            SPACE,
+            ACTION_SPACE,
+            reward_fn,
+            n_envs=n_envs,
+            n_sampled_goal=n_sampled_goal,
+            goal_selection_strategy=strategy,
+            flush_every=every,
+            seed=seed,
+        )
+        storage._force_event_replay = replay
+        recorder = Recorder(storage, lengths[:n_envs], kinds)
+        for _ in range(n_steps):
+            recorder.step()
+        if cut:
+            storage.end_episodes()
+        storages.append(storage)
+    replayed, blocked = storages
+    assert replayed.num_sampleable == blocked.num_sampleable
+    np.testing.assert_array_equal(replayed.episode_lengths(), blocked.episode_lengths())
+    if replayed.num_sampleable:
+        a, b = replayed.sample(50), blocked.sample(50)
+        for key in ("observations", "next_observations"):
+            for sub in SPACE.spaces:
+                np.testing.assert_array_equal(a[key][sub], b[key][sub])
+        for key in ("actions", "rewards", "terminateds", "truncateds", "relabelled"):
+            np.testing.assert_array_equal(a[key], b[key])
+
+
+def make_storage(**kwargs) -> HerStorage:
+    kwargs.setdefault("seed", 0)
+    return HerStorage(kwargs.pop("capacity", 100), SPACE, ACTION_SPACE, reward_fn, **kwargs)
+
+
+def fill(storage: HerStorage, n_steps: int, episode_length: int = 5) -> Recorder:
+    recorder = Recorder(storage, [[episode_length]] * storage.n_envs, [False])
+    for _ in range(n_steps):
+        recorder.step()
+    return recorder
+
+
+def test_relabelled_share_is_stable_baselines3s():
+    for k, batch in [(4, 256), (1, 7), (0, 10), (3, 2048), (2, 1)]:
+        storage = make_storage(n_sampled_goal=k)
+        fill(storage, 20)
+        expected = int((1 - 1.0 / (k + 1)) * batch)
+        assert storage.sample(batch)["relabelled"].sum() == expected
+
+
+def test_seeded_generator_is_reproducible_and_leaves_global_state_alone():
+    a, b = make_storage(seed=7), make_storage(seed=7)
+    fill(a, 40)
+    fill(b, 40)
+    state = np.random.get_state()[1].copy()  # noqa: NPY002  (checking the global state is untouched)
+    first, second = a.sample(64), b.sample(64)
+    np.testing.assert_array_equal(first["observations"]["observation"], second["observations"]["observation"])
+    np.testing.assert_array_equal(
+        first["observations"]["desired_goal"], second["observations"]["desired_goal"]
+    )
+    np.testing.assert_array_equal(np.random.get_state()[1], state)  # noqa: NPY002
+    c = make_storage(seed=8)
+    fill(c, 40)
+    assert not np.array_equal(
+        c.sample(64)["observations"]["observation"], first["observations"]["observation"]
+    )
+
+
+def test_recompute_terminated_flags_reached_goals():
+    storage = make_storage(recompute_terminated=True, terminated_fn=terminated_fn, n_sampled_goal=4)
+    recorder = fill(storage, 40)
+    batch = storage.sample(500)
+    relabelled = batch["relabelled"]
+    obs, goal = batch["observations"]["observation"], batch["observations"]["desired_goal"]
+    reached = goal[:, 2] - 1 == obs[:, 2]  # the goal is this step's own outcome
+    assert reached[relabelled].any() and (~reached[relabelled]).any()
+    np.testing.assert_array_equal(batch["terminateds"][relabelled], reached[relabelled].astype(np.float32))
+    # Real transitions keep their stored flag (all episodes here end truncated, never terminated).
+    assert not batch["terminateds"][~relabelled].any()
+    assert recorder.sampleable()
+
+
+def test_recompute_terminated_needs_a_function():
+    with pytest.raises(ValueError, match="terminated_fn"):
+        make_storage(recompute_terminated=True)
+
+
+def test_infos_reach_reward_fn_only_when_copied():
+    seen = []
+
+    def spy(achieved, desired, infos):
+        seen.append(infos)
+        return reward_fn(achieved, desired, infos)
+
+    for copy in (False, True):
+        storage = HerStorage(50, SPACE, ACTION_SPACE, spy, copy_info_dict=copy, seed=0)
+        obs = {key: np.zeros((1, 3)) for key in SPACE.spaces}
+        for t in range(10):
+            obs = {key: np.full((1, 3), t, np.float64) for key in SPACE.spaces}
+            nxt = {key: np.full((1, 3), t + 1, np.float64) for key in SPACE.spaces}
+            storage.add(obs, np.zeros((1, 2)), [0.0], [False], [t == 9], [{"t": t}], nxt)
+        storage.sample(16)
+    assert seen[0] is None
+    infos = seen[1]
+    assert isinstance(infos, np.ndarray) and infos.dtype == object and len(infos) == 12
+    assert all(isinstance(info, dict) and 0 <= info["t"] < 10 for info in infos)
+
+
+def test_gymnasium_vector_infos_are_split_per_env():
+    seen = []
+
+    def spy(achieved, desired, infos):
+        seen.append(infos)
+        return reward_fn(achieved, desired, infos)
+
+    storage = HerStorage(40, SPACE, ACTION_SPACE, spy, n_envs=2, copy_info_dict=True, seed=0)
+    for t in range(4):
+        obs = {key: np.full((2, 3), t, np.float64) for key in SPACE.spaces}
+        nxt = {key: np.full((2, 3), t + 1, np.float64) for key in SPACE.spaces}
+        infos = {"t": np.array([t, 10 + t]), "_t": np.array([True, True])}
+        storage.add(obs, np.zeros((2, 2)), [0.0, 0.0], [False, False], [t == 3, t == 3], infos, nxt)
+    storage.sample(20)
+    assert {info["t"] for info in seen[0]} <= {0, 1, 2, 3, 10, 11, 12, 13}
+
+
+def test_caller_arrays_are_copied_unless_borrowed():
+    for borrow in (False, True):
+        storage = make_storage(borrow_arrays=borrow, flush_every=64)
+        obs = {key: np.zeros((1, 3)) for key in SPACE.spaces}
+        nxt = {key: np.ones((1, 3)) for key in SPACE.spaces}
+        storage.add(obs, np.zeros((1, 2)), [0.0], [False], [True], None, nxt)
+        obs["observation"][:] = 42.0  # the caller reuses its buffer
+        batch = storage.sample(4)
+        assert (batch["observations"]["observation"] == 42.0).all() == borrow
+
+
+def test_pickle_round_trip_keeps_staged_steps_and_generator():
+    storage = make_storage(flush_every=1000)
+    fill(storage, 23)  # staged, not yet written
+    clone = pickle.loads(pickle.dumps(storage))
+    a, b = storage.sample(40), clone.sample(40)
+    np.testing.assert_array_equal(a["observations"]["observation"], b["observations"]["observation"])
+    np.testing.assert_array_equal(a["rewards"], b["rewards"])
+
+
+def test_reset_forgets_everything():
+    storage = make_storage()
+    fill(storage, 30)
+    storage.reset()
+    assert storage.num_transitions == 0 and storage.num_sampleable == 0
+    with pytest.raises(RuntimeError):
+        storage.sample(2)
+
+
+def test_torch_output_on_device():
+    torch = pytest.importorskip("torch")
+    storage = make_storage(device="cpu")
+    fill(storage, 20)
+    batch = storage.sample(8)
+    assert isinstance(batch["rewards"], torch.Tensor)
+    assert batch["observations"]["observation"].shape == (8, 3)
+    assert batch["observations"]["observation"].dtype == torch.float64
+
+
+def test_cuda_output_when_available():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device on this machine")
+    storage = make_storage(device="cuda")
+    fill(storage, 20)
+    batch = storage.sample(8)
+    assert batch["actions"].device.type == "cuda"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(capacity=0), ValueError, "capacity must be >= 1"),
+        (dict(capacity=2.5), TypeError, "capacity must be an int"),
+        (dict(n_envs=0), ValueError, "n_envs"),
+        (dict(n_sampled_goal=-1), ValueError, "n_sampled_goal"),
+        (dict(goal_selection_strategy="futur"), ValueError, "accepted values"),
+        (dict(goal_selection_strategy=3), TypeError, "goal_selection_strategy"),
+        (dict(flush_every=0), ValueError, "flush_every"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make_storage(**kwargs)
+
+
+def test_bad_spaces_are_named():
+    with pytest.raises(ValueError, match="achieved_goal"):
+        HerStorage(10, spaces.Dict({"observation": spaces.Box(0, 1, (2,))}), ACTION_SPACE, reward_fn)
+    mismatched = spaces.Dict(
+        {"achieved_goal": spaces.Box(0, 1, (2,)), "desired_goal": spaces.Box(0, 1, (3,))}
+    )
+    with pytest.raises(ValueError, match="same shape and dtype"):
+        HerStorage(10, mismatched, ACTION_SPACE, reward_fn)
+    with pytest.raises(TypeError, match="spaces.Dict"):
+        HerStorage(10, spaces.Box(0, 1, (2,)), ACTION_SPACE, reward_fn)
+
+
+def test_bad_add_shapes_are_named():
+    storage = make_storage()
+    obs = {key: np.zeros((1, 4)) for key in SPACE.spaces}
+    storage.add(obs, np.zeros((1, 2)), [0.0], [False], [False], None, obs)
+    with pytest.raises(ValueError, match="leading axis of n_envs=1"):
+        storage.flush()
+
+
+@pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])
+def test_from_gymnasium_vector_env(mode):
+    import gymnasium as gym
+
+    import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
+
+    same_step = gym.vector.AutoresetMode.SAME_STEP
+    if mode == "sync":
+        kwargs = dict(vector_kwargs={"autoreset_mode": same_step})
+    else:
+        kwargs = dict(autoreset_mode=same_step)
+    env = gym.make_vec("goalenvs/BitFlip-v0", num_envs=3, vectorization_mode=mode, n_bits=6, **kwargs)
+    storage = HerStorage.from_env(env, 300, seed=0, recompute_terminated=True)
+    assert storage.n_envs == 3 and storage.terminated_fn is not None
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        actions = rng.integers(0, 6, 3)
+        next_obs, rewards, terminated, truncated, infos = env.step(actions)
+        # Same-step autoreset: an ended env's last observation is in info["final_obs"].
+        final = {key: value.copy() for key, value in next_obs.items()}
+        if "_final_obs" in infos:
+            ended = infos["_final_obs"]
+            for key in final:
+                if mode == "sync":  # an object array of per-env observation dicts
+                    final[key][ended] = np.stack([o[key] for o in infos["final_obs"][ended]])
+                else:  # a dict of arrays
+                    final[key][ended] = infos["final_obs"][key][ended]
+        storage.add(obs, actions, rewards, terminated, truncated, None, final)
+        obs = next_obs
+    batch = storage.sample(64)
+    achieved, goal = batch["next_observations"]["achieved_goal"], batch["observations"]["desired_goal"]
+    expected = -np.any(achieved != goal, axis=-1).astype(np.float32)
+    np.testing.assert_array_equal(batch["rewards"], expected)
+    np.testing.assert_array_equal(
+        batch["terminateds"][batch["relabelled"]], (expected == 0)[batch["relabelled"]]
+    )
