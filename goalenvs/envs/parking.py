@@ -1,0 +1,1064 @@
+"""Parking: steer a car into a parking spot, highway-env's ``parking-v0`` in vectorized numpy.
+
+The task is written once, as functions over a leading batch axis (kinematic bicycle dynamics, the
+oriented-rectangle collision test, the observation, reward, success and episode-end flags, the random
+start); :class:`ParkingEnv` is the batch of one and :class:`ParkingVectorEnv` the batch of N.
+
+It reproduces highway-env 1.12's ``parking-v0`` number for number: the same lot, car, action mapping,
+integration order, collision rule (including its "will intersect next step" impulse), goal sampling,
+observation scaling, reward, success, crash and truncation rules, and, for a single environment, the
+same random draws, so ``reset(seed=s)`` gives the scene highway-env gives for ``reset(seed=s)``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from goalenvs.core import GoalEnv, info_values
+
+__all__ = [
+    "ParkingConfig",
+    "ParkingEnv",
+    "ParkingVectorEnv",
+    "compute_reward",
+    "compute_terminated",
+    "compute_truncated",
+    "goal_reward",
+]
+
+# --------------------------------------------------------------------------------------------------
+# Constants of the task (highway-env's values; the names say where they come from).
+# --------------------------------------------------------------------------------------------------
+
+CAR_LENGTH = 5.0  # Vehicle.LENGTH [m]
+CAR_WIDTH = 2.0  # Vehicle.WIDTH [m]
+CAR_DIAGONAL = math.sqrt(CAR_LENGTH**2 + CAR_WIDTH**2)
+MAX_SPEED = 40.0  # Vehicle.MAX_SPEED [m/s]
+MIN_SPEED = -40.0  # Vehicle.MIN_SPEED [m/s]
+
+SPOTS_PER_ROW = 14  # ParkingEnv._create_road(spots=14)
+SPOT_WIDTH = 4.0  # [m]
+SPOT_LENGTH = 8.0  # [m]
+SPOT_Y_OFFSET = 10.0  # the rows start 10 m either side of the aisle's centre line
+N_SPOTS = 2 * SPOTS_PER_ROW
+LOT_WIDTH, LOT_HEIGHT = 70.0, 42.0  # the walls' extent [m]
+WALL_THICKNESS = 1.0
+
+#: Observation and goal features ``[x, y, vx, vy, cos_h, sin_h]`` are divided by these.
+OBS_SCALES = np.array([100.0, 100.0, 5.0, 5.0, 1.0, 1.0])
+OBS_DIM = 6
+
+
+def _spot_geometry() -> tuple[np.ndarray, ...]:
+    """Start points, unit directions, lateral directions, headings and centres of the 28 spots.
+
+    Spot order is highway-env's lane order: the 14 spots of the row at y in [10, 18] (left to right),
+    then the 14 at y in [-18, -10]. Goals and parked cars are drawn by position in this order, so it
+    must match for seeded resets to agree with highway-env.
+    """
+    starts, ends = [], []
+    for k in range(SPOTS_PER_ROW):
+        x = (k + 1 - SPOTS_PER_ROW // 2) * SPOT_WIDTH - SPOT_WIDTH / 2
+        starts.append((x, SPOT_Y_OFFSET))
+        ends.append((x, SPOT_Y_OFFSET + SPOT_LENGTH))
+    for k in range(SPOTS_PER_ROW):
+        x = (k + 1 - SPOTS_PER_ROW // 2) * SPOT_WIDTH - SPOT_WIDTH / 2
+        starts.append((x, -SPOT_Y_OFFSET))
+        ends.append((x, -SPOT_Y_OFFSET - SPOT_LENGTH))
+    start = np.array(starts, dtype=np.float64)
+    end = np.array(ends, dtype=np.float64)
+    delta = end - start
+    length = np.sqrt((delta**2).sum(axis=1))
+    direction = delta / length[:, None]
+    lateral = np.stack([-direction[:, 1], direction[:, 0]], axis=1)
+    heading = np.arctan2(delta[:, 1], delta[:, 0])
+    # highway-env places goals and parked cars at lane.position(length / 2, 0) (4 m is half of 8 m).
+    centre = start + (SPOT_LENGTH / 2) * direction + 0.0 * lateral
+    return start, direction, lateral, heading, centre
+
+
+SPOT_START, SPOT_DIRECTION, SPOT_LATERAL, SPOT_HEADING, SPOT_CENTRE = _spot_geometry()
+
+# The four walls, in the order highway-env adds them (bottom, top, left, right): centre x, y, heading,
+# length, width. The order matters: when the car is about to hit two things, the last one's push wins.
+WALLS = np.array(
+    [
+        [0.0, -LOT_HEIGHT / 2, 0.0, LOT_WIDTH, WALL_THICKNESS],
+        [0.0, LOT_HEIGHT / 2, 0.0, LOT_WIDTH, WALL_THICKNESS],
+        [-LOT_WIDTH / 2, 0.0, np.pi / 2, LOT_HEIGHT, WALL_THICKNESS],
+        [LOT_WIDTH / 2, 0.0, np.pi / 2, LOT_HEIGHT, WALL_THICKNESS],
+    ]
+)
+
+# The broad phase keeps a pair for the exact test unless it is separated by more than this; it only
+# needs to cover rounding differences between the broad phase's and the exact test's arithmetic.
+_BROAD_PHASE_MARGIN = 1e-6
+
+
+# --------------------------------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------------------------------
+
+
+def _finite_float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} ({value!r})")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value}")
+    return value
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive int, got {value}")
+    return int(value)
+
+
+class ParkingConfig:
+    """The validated settings of a parking task (highway-env's config keys that change the task).
+
+    Every argument is checked here, so a bad value fails at construction with a message naming it.
+    See :class:`ParkingEnv` for what each one means.
+    """
+
+    __slots__ = (
+        "acceleration_range",
+        "add_walls",
+        "collision_reward",
+        "duration",
+        "frames",
+        "policy_frequency",
+        "reward_weights",
+        "simulation_frequency",
+        "steering_range",
+        "success_goal_reward",
+        "vehicles_count",
+    )
+
+    def __init__(
+        self,
+        *,
+        reward_weights: Sequence[float] = (1.0, 0.3, 0.0, 0.0, 0.02, 0.02),
+        success_goal_reward: float = 0.12,
+        collision_reward: float = -5.0,
+        steering_range: float = np.pi / 4,
+        acceleration_range: float = 5.0,
+        simulation_frequency: int = 15,
+        policy_frequency: int = 5,
+        duration: float = 100.0,
+        add_walls: bool = True,
+        vehicles_count: int = 0,
+    ) -> None:
+        weights = np.asarray(reward_weights)
+        if weights.shape != (OBS_DIM,) or not np.issubdtype(weights.dtype, np.number):
+            raise ValueError(
+                "reward_weights must be 6 numbers, one per goal feature [x, y, vx, vy, cos_h, sin_h], "
+                f"got {reward_weights!r}"
+            )
+        weights = weights.astype(np.float64)
+        if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+            raise ValueError(f"reward_weights must be finite and >= 0, got {weights.tolist()}")
+        self.reward_weights = weights
+        self.reward_weights.flags.writeable = False
+        self.success_goal_reward = _finite_float("success_goal_reward", success_goal_reward)
+        if self.success_goal_reward <= 0:
+            raise ValueError(
+                f"success_goal_reward must be > 0 (success is goal reward > -success_goal_reward), "
+                f"got {self.success_goal_reward}"
+            )
+        self.collision_reward = _finite_float("collision_reward", collision_reward)
+        self.steering_range = _finite_float("steering_range", steering_range)
+        if not 0 < self.steering_range < np.pi / 2:
+            raise ValueError(
+                f"steering_range (the largest steering angle, radians) must be in (0, pi/2), "
+                f"got {self.steering_range}"
+            )
+        self.acceleration_range = _finite_float("acceleration_range", acceleration_range)
+        if self.acceleration_range <= 0:
+            raise ValueError(
+                f"acceleration_range (the largest |acceleration|, m/s^2) must be > 0, "
+                f"got {self.acceleration_range}"
+            )
+        self.simulation_frequency = _positive_int("simulation_frequency", simulation_frequency)
+        self.policy_frequency = _positive_int("policy_frequency", policy_frequency)
+        if self.simulation_frequency % self.policy_frequency:
+            raise ValueError(
+                "simulation_frequency must be a multiple of policy_frequency (each action is held for "
+                f"simulation_frequency // policy_frequency integration steps), got "
+                f"simulation_frequency={self.simulation_frequency}, policy_frequency={self.policy_frequency}"
+            )
+        self.frames = self.simulation_frequency // self.policy_frequency
+        self.duration = _finite_float("duration", duration)
+        if self.duration <= 0:
+            raise ValueError(f"duration (seconds of simulated time) must be > 0, got {self.duration}")
+        if not isinstance(add_walls, (bool, np.bool_)):
+            raise TypeError(f"add_walls must be a bool, got {type(add_walls).__name__} ({add_walls!r})")
+        self.add_walls = bool(add_walls)
+        if isinstance(vehicles_count, bool) or not isinstance(vehicles_count, (int, np.integer)):
+            raise TypeError(
+                f"vehicles_count must be an int, got {type(vehicles_count).__name__} ({vehicles_count!r})"
+            )
+        if not 0 <= vehicles_count <= N_SPOTS - 2:
+            raise ValueError(
+                f"vehicles_count must be in [0, {N_SPOTS - 2}] (28 spots, less the ego's and the goal's), "
+                f"got {vehicles_count}"
+            )
+        self.vehicles_count = int(vehicles_count)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The arguments that rebuild this config (``ParkingConfig(**c.as_dict())``)."""
+        return {
+            "reward_weights": tuple(self.reward_weights.tolist()),
+            "success_goal_reward": self.success_goal_reward,
+            "collision_reward": self.collision_reward,
+            "steering_range": self.steering_range,
+            "acceleration_range": self.acceleration_range,
+            "simulation_frequency": self.simulation_frequency,
+            "policy_frequency": self.policy_frequency,
+            "duration": self.duration,
+            "add_walls": self.add_walls,
+            "vehicles_count": self.vehicles_count,
+        }
+
+
+# --------------------------------------------------------------------------------------------------
+# Reward, success and episode end: pure functions of (achieved_goal, desired_goal, info).
+# --------------------------------------------------------------------------------------------------
+
+
+def goal_reward(
+    achieved_goal: np.ndarray, desired_goal: np.ndarray, reward_weights: np.ndarray, p: float = 0.5
+) -> np.ndarray:
+    """The goal term ``-(|achieved - desired| . reward_weights) ** p`` over any leading batch shape."""
+    return -np.power(np.abs(achieved_goal - desired_goal) @ reward_weights, p)
+
+
+def _crashed(info: Any, batch_shape: tuple[int, ...]) -> np.ndarray:
+    # None means "no transition behind these goals": no crash. A dict (or a batch of them) must say,
+    # because silently reading a missing flag as False is how the crash penalty gets lost in relabelling.
+    if info is None:
+        return np.zeros(batch_shape, dtype=bool)
+    return info_values(info, "crashed", batch_shape).astype(bool)
+
+
+def compute_reward(
+    achieved_goal: Any,
+    desired_goal: Any,
+    info: Any,
+    *,
+    reward_weights: np.ndarray,
+    collision_reward: float,
+    p: float = 0.5,
+) -> np.ndarray:
+    """Goal term plus ``collision_reward`` where ``info["crashed"]`` (see :meth:`ParkingEnv.compute_reward`)."""
+    achieved_goal = np.asarray(achieved_goal, dtype=np.float64)
+    desired_goal = np.asarray(desired_goal, dtype=np.float64)
+    reward = goal_reward(achieved_goal, desired_goal, reward_weights, p)
+    crashed = _crashed(info, reward.shape)
+    return reward + collision_reward * crashed
+
+
+def compute_terminated(
+    achieved_goal: Any,
+    desired_goal: Any,
+    info: Any,
+    *,
+    reward_weights: np.ndarray,
+    success_goal_reward: float,
+) -> np.ndarray:
+    """Success (goal term > ``-success_goal_reward``, with p = 0.5) or ``info["crashed"]``."""
+    achieved_goal = np.asarray(achieved_goal, dtype=np.float64)
+    desired_goal = np.asarray(desired_goal, dtype=np.float64)
+    success = goal_reward(achieved_goal, desired_goal, reward_weights) > -success_goal_reward
+    return success | _crashed(info, success.shape)
+
+
+def compute_truncated(achieved_goal: Any, desired_goal: Any, info: Any, *, duration: float) -> np.ndarray:
+    """Whether ``info["time"]`` (simulated seconds since reset) has reached ``duration``."""
+    batch_shape = np.shape(achieved_goal)[:-1]
+    return np.asarray(info_values(info, "time", batch_shape) >= duration)
+
+
+# --------------------------------------------------------------------------------------------------
+# Geometry: oriented rectangles and highway-env's separating-axis collision rule, vectorized.
+# --------------------------------------------------------------------------------------------------
+
+
+def rectangle_corners(
+    x: np.ndarray, y: np.ndarray, heading: np.ndarray, length: np.ndarray, width: np.ndarray
+) -> np.ndarray:
+    """Corners ``(..., 4, 2)`` of rectangles centred at (x, y), in highway-env's corner order.
+
+    Corner order (rear-right, rear-left, front-left, front-right in the body frame) and arithmetic
+    (rotate, then translate) follow ``RoadObject.polygon`` so that edge normals agree to the last bit.
+    """
+    hl = np.multiply.outer(length / 2, np.array([-1.0, -1.0, 1.0, 1.0]))
+    hw = np.multiply.outer(width / 2, np.array([-1.0, 1.0, 1.0, -1.0]))
+    c = np.cos(heading)[..., None]
+    s = np.sin(heading)[..., None]
+    cx = c * hl + -s * hw + x[..., None]
+    cy = s * hl + c * hw + y[..., None]
+    return np.stack([cx, cy], axis=-1)
+
+
+def _edge_normals(corners: np.ndarray) -> np.ndarray:
+    """Unit normals ``(..., 4, 2)`` of the edges p_i -> p_{i+1} of closed polygons (``[-dy, dx] / |.|``)."""
+    edge = np.roll(corners, -1, axis=-2) - corners
+    normal = np.stack([-edge[..., 1], edge[..., 0]], axis=-1)
+    return normal / np.sqrt((normal**2).sum(axis=-1, keepdims=True))
+
+
+def sat_collision(
+    corners_a: np.ndarray, corners_b: np.ndarray, displacement_a: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """highway-env's ``are_polygons_intersecting`` for batches of convex quadrilaterals.
+
+    ``corners_a``/``corners_b``: ``(M, 4, 2)``; ``displacement_a``: ``(M, 2)``, the distance ``a``
+    covers in one integration step (``b`` is static: walls and parked cars do not move).
+
+    Returns ``intersecting`` (M,), ``will_intersect`` (M,) (``a`` swept by its displacement would
+    overlap ``b`` on every tested axis) and ``translation`` (M, 2), the push that separates ``a`` from
+    ``b`` along the axis of least overlap (zero where ``will_intersect`` is False).
+
+    The axes are the 4 edge normals of ``a`` then of ``b``. highway-env walks them in that order,
+    keeping the first axis of smallest ``|distance|``; ``argmin`` keeps the first minimum too.
+    """
+    axes = np.concatenate([_edge_normals(corners_a), _edge_normals(corners_b)], axis=-2)  # (M, 8, 2)
+    proj_a = np.einsum("mkd,mcd->mkc", axes, corners_a)
+    proj_b = np.einsum("mkd,mcd->mkc", axes, corners_b)
+    min_a, max_a = proj_a.min(axis=-1), proj_a.max(axis=-1)
+    min_b, max_b = proj_b.min(axis=-1), proj_b.max(axis=-1)
+    before = min_a < min_b
+    intersecting = ~np.any(np.where(before, min_b - max_a, min_a - max_b) > 0, axis=-1)
+    # Sweep a's interval along its displacement, as highway-env does, before measuring again.
+    velocity_projection = np.einsum("mkd,md->mk", axes, displacement_a)
+    backwards = velocity_projection < 0
+    min_a = np.where(backwards, min_a + velocity_projection, min_a)
+    max_a = np.where(backwards, max_a, max_a + velocity_projection)
+    distance = np.where(min_a < min_b, min_b - max_a, min_a - max_b)
+    will_intersect = ~np.any(distance > 0, axis=-1)
+    best = np.argmin(np.abs(distance), axis=-1)
+    rows = np.arange(len(best))
+    axis = axes[rows, best]
+    centre_gap = corners_a.mean(axis=-2) - corners_b.mean(axis=-2)
+    towards_a = np.einsum("md,md->m", centre_gap, axis) > 0
+    axis = np.where(towards_a[:, None], axis, -axis)
+    translation = np.abs(distance[rows, best])[:, None] * axis
+    translation = np.where(will_intersect[:, None], translation, 0.0)
+    return intersecting, will_intersect, translation
+
+
+# --------------------------------------------------------------------------------------------------
+# The batch: state arrays and the functions that move them.
+# --------------------------------------------------------------------------------------------------
+
+
+def _wrap_to_pi(angle: np.ndarray) -> np.ndarray:
+    return ((angle + np.pi) % (2 * np.pi)) - np.pi
+
+
+def closest_spot(x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarray:
+    """Index of the spot nearest each pose, by highway-env's lane distance (position and heading).
+
+    highway-env keeps the spot "under" the ego (its lane index) out of the goal draw; this is
+    ``RoadNetwork.get_closest_lane_index``: L1 distance to the spot's segment plus the heading gap.
+    """
+    dx = x[:, None] - SPOT_START[:, 0]
+    dy = y[:, None] - SPOT_START[:, 1]
+    s = dx * SPOT_DIRECTION[:, 0] + dy * SPOT_DIRECTION[:, 1]
+    r = dx * SPOT_LATERAL[:, 0] + dy * SPOT_LATERAL[:, 1]
+    angle = np.abs(_wrap_to_pi(heading[:, None] - SPOT_HEADING))
+    distance = np.abs(r) + np.maximum(s - SPOT_LENGTH, 0) + np.maximum(0 - s, 0) + angle
+    return np.argmin(distance, axis=1)
+
+
+def _kth_free(free: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Column of the k-th (0-based) True of each row of ``free``: highway-env's ``empty_spots[k]``."""
+    return np.argmax(np.cumsum(free, axis=1) > k[:, None], axis=1)
+
+
+def _pose_option(options: Mapping[str, Any], key: str, n: int) -> np.ndarray | None:
+    if key not in options or options[key] is None:
+        return None
+    pose = np.asarray(options[key], dtype=np.float64)
+    if pose.shape == (3,):
+        pose = np.broadcast_to(pose, (n, 3))
+    if pose.shape != (n, 3):
+        raise ValueError(
+            f"options[{key!r}] must be (x, y, heading) in metres and radians, or an array of shape "
+            f"({n}, 3) with one pose per environment; got shape {np.shape(options[key])}"
+        )
+    if not np.all(np.isfinite(pose)):
+        raise ValueError(f"options[{key!r}] must be finite, got {pose.tolist()}")
+    return pose
+
+
+_OPTION_KEYS = ("ego_pose", "goal_pose")
+
+
+def sample_scenes(
+    rng: np.random.Generator,
+    n: int,
+    vehicles_count: int,
+    ego_pose: np.ndarray | None = None,
+    goal_pose: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Draw ``n`` start scenes: ego poses ``(n, 3)``, goal poses ``(n, 3)``, parked-car spots ``(n, V)``.
+
+    highway-env's draws, in its order: the ego's heading ``2 pi U(0, 1)`` at (0, 0); then the goal, a
+    uniform pick among the spots other than the ego's; then each parked car, a uniform pick among the
+    spots still free. For ``n == 1`` the calls on ``rng`` are the very calls highway-env makes, so the
+    same seed gives the same scene; for ``n > 1`` each draw is one batched call (same distribution).
+    A pose given in ``ego_pose`` / ``goal_pose`` replaces its draw; the spot nearest it is kept free.
+    """
+    if ego_pose is None:
+        heading = 2.0 * np.pi * rng.uniform(size=n)
+        ego_pose = np.stack([np.zeros(n), np.zeros(n), heading], axis=1)
+    free = np.ones((n, N_SPOTS), dtype=bool)
+    rows = np.arange(n)
+    free[rows, closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])] = False
+    if goal_pose is None:
+        spot = _kth_free(free, rng.integers(0, N_SPOTS - 1, size=n))
+        goal_pose = np.concatenate([SPOT_CENTRE[spot], SPOT_HEADING[spot, None]], axis=1)
+    else:
+        spot = closest_spot(goal_pose[:, 0], goal_pose[:, 1], goal_pose[:, 2])
+    free[rows, spot] = False
+    parked = np.empty((n, vehicles_count), dtype=np.intp)
+    for i in range(vehicles_count):  # a loop over cars (<= 26), each draw batched over environments
+        n_free = free.sum(axis=1)
+        spot = _kth_free(free, rng.integers(0, n_free))
+        free[rows, spot] = False
+        parked[:, i] = spot
+    return ego_pose, goal_pose, parked
+
+
+class ParkingBatch:
+    """State and stepping of ``n`` independent parking lots; the single and vector envs both hold one.
+
+    State per lot: the ego's pose, speed, crash flag and pending collision push, the simulated time,
+    the goal pose, and the obstacles (parked cars first, in the order they were placed, then the
+    walls: the order highway-env checks them in).
+    """
+
+    def __init__(self, config: ParkingConfig, n: int) -> None:
+        self.config = config
+        self.n = n
+        c = config
+        self.dt = 1 / c.simulation_frequency
+        self.time_step = 1 / c.policy_frequency
+        v = c.vehicles_count
+        walls = WALLS if c.add_walls else WALLS[:0]
+        self.n_vehicles = v
+        self.k = v + len(walls)
+        # Obstacle shapes, per obstacle column: parked cars then walls.
+        self.obst_length = np.concatenate([np.full(v, CAR_LENGTH), walls[:, 3]])
+        self.obst_width = np.concatenate([np.full(v, CAR_WIDTH), walls[:, 4]])
+        self.obst_diagonal = np.sqrt(self.obst_length**2 + self.obst_width**2)
+        # highway-env splits a car-car push between both cars but gives a wall push wholly to the car.
+        self.obst_push_share = np.concatenate([np.full(v, 0.5), np.ones(len(walls))])
+        self._walls = walls
+        # The largest speed change over one action, used to bound how far the car can travel in it.
+        self._max_speed_gain = c.frames * c.acceleration_range * self.dt
+        self._acc_slope = (c.acceleration_range - -c.acceleration_range) / 2.0
+        self._steer_slope = (c.steering_range - -c.steering_range) / 2.0
+
+        self.x = np.zeros(n)
+        self.y = np.zeros(n)
+        self.heading = np.zeros(n)
+        self.speed = np.zeros(n)
+        self.crashed = np.zeros(n, dtype=bool)
+        self.impact = np.zeros((n, 2))
+        self.has_impact = np.zeros(n, dtype=bool)
+        self.time = np.zeros(n)
+        self.goal = np.zeros((n, 3))
+        self.parked_spots = np.zeros((n, v), dtype=np.intp)
+        # Obstacle poses (n, k); the parked cars' columns are filled at reset.
+        self.obst_x, self.obst_y, self.obst_heading = (
+            np.concatenate([np.zeros((n, v)), np.broadcast_to(walls[:, col], (n, len(walls)))], axis=1)
+            for col in range(3)
+        )
+        self.obst_cos = np.cos(self.obst_heading)
+        self.obst_sin = np.sin(self.obst_heading)
+        self.obst_impact = np.zeros((n, self.k, 2))
+        self.obst_has_impact = np.zeros((n, self.k), dtype=bool)
+        self._any_obst_impact = False
+        self._goal_obs = np.zeros((n, OBS_DIM))
+
+    # ---------------------------------------------------------------------------- reset
+    def reset(
+        self, rng: np.random.Generator, mask: np.ndarray | None = None, options: Mapping[str, Any] | None = None
+    ) -> None:
+        """Draw new scenes for the lots in ``mask`` (all when None), from ``rng``; ``options`` as ParkingEnv."""
+        idx = np.arange(self.n) if mask is None else np.flatnonzero(mask)
+        m = len(idx)
+        ego_pose = goal_pose = None
+        if options:
+            unknown = sorted(set(options) - set(_OPTION_KEYS))
+            if unknown:
+                raise ValueError(f"unknown reset option(s) {unknown}; accepted: {list(_OPTION_KEYS)}")
+            ego_pose = _pose_option(options, "ego_pose", self.n)
+            goal_pose = _pose_option(options, "goal_pose", self.n)
+            ego_pose = None if ego_pose is None else ego_pose[idx]
+            goal_pose = None if goal_pose is None else goal_pose[idx]
+        ego, goal, parked = sample_scenes(rng, m, self.n_vehicles, ego_pose, goal_pose)
+        self.x[idx], self.y[idx], self.heading[idx] = ego[:, 0], ego[:, 1], ego[:, 2]
+        self.speed[idx] = 0.0
+        self.crashed[idx] = False
+        self.impact[idx] = 0.0
+        self.has_impact[idx] = False
+        self.time[idx] = 0.0
+        self.goal[idx] = goal
+        v = self.n_vehicles
+        if v:
+            self.parked_spots[idx] = parked
+            self.obst_x[idx, :v] = SPOT_CENTRE[parked, 0]
+            self.obst_y[idx, :v] = SPOT_CENTRE[parked, 1]
+            self.obst_heading[idx, :v] = SPOT_HEADING[parked]
+            self.obst_cos[idx, :v] = np.cos(SPOT_HEADING[parked])
+            self.obst_sin[idx, :v] = np.sin(SPOT_HEADING[parked])
+            self.obst_impact[idx] = 0.0
+            self.obst_has_impact[idx] = False
+        # The desired goal only changes here, so build its observation once.
+        gh = goal[:, 2]
+        zeros = np.zeros(m)
+        self._goal_obs[idx] = np.stack([goal[:, 0], goal[:, 1], zeros, zeros, np.cos(gh), np.sin(gh)], 1)
+        self._goal_obs[idx] /= OBS_SCALES
+
+    # ---------------------------------------------------------------------------- observation
+    def observe(self) -> dict[str, np.ndarray]:
+        """``observation``/``achieved_goal``: ``[x, y, vx, vy, cos_h, sin_h] / scales``; the goal's likewise.
+
+        Velocity is ``speed * (cos h, sin h)``, without the slip angle, as highway-env's
+        ``Vehicle.velocity``. Values are float64, neither normalised nor clipped (highway-env's
+        KinematicsGoal observation with ``normalize=False``).
+        """
+        c, s = np.cos(self.heading), np.sin(self.heading)
+        obs = np.stack([self.x, self.y, self.speed * c, self.speed * s, c, s], axis=1)
+        obs /= OBS_SCALES
+        return {"observation": obs, "achieved_goal": obs.copy(), "desired_goal": self._goal_obs.copy()}
+
+    # ---------------------------------------------------------------------------- dynamics
+    def simulate(self, action: np.ndarray) -> None:
+        """Hold ``action`` (shape ``(n, 2)``, in [-1, 1]) for one policy period: ``frames`` Euler steps.
+
+        Per step, as highway-env's ``Vehicle.step``: a crashed car steers straight and brakes with
+        ``-speed``; acceleration is capped so speed returns towards [-40, 40]; the position moves by
+        ``speed * (cos, sin)(heading + beta) * dt`` (beta = arctan(tan(steer) / 2), the slip angle),
+        plus any push a collision left pending; heading turns by ``speed * sin(beta) / (L/2) * dt``;
+        speed grows by ``acceleration * dt``. Then collisions are checked against every obstacle.
+        """
+        c = self.config
+        # Clip, then map [-1, 1] to the ranges in the action's own dtype (a float32 action yields a
+        # float32 acceleration, as in highway-env, where it is later widened by float()).
+        action = np.clip(action, -1, 1)
+        accel = (-c.acceleration_range + (action[:, 0] - (-1)) * self._acc_slope).astype(np.float64)
+        steer = (-c.steering_range + (action[:, 1] - (-1)) * self._steer_slope).astype(np.float64)
+        beta = np.arctan(1 / 2 * np.tan(steer))
+        sin_beta = np.sin(beta)
+        dt = self.dt
+        self.time += self.time_step
+
+        candidates = self._broad_phase() if self.k else None
+        # Speed caps only bite once |speed| could pass 40 m/s during this action; skip them otherwise.
+        cap_speed = float(np.abs(self.speed).max()) + self._max_speed_gain > MAX_SPEED
+        any_crashed = bool(self.crashed.any())
+        for _ in range(c.frames):
+            if any_crashed:
+                beta = np.where(self.crashed, 0.0, beta)
+                sin_beta = np.where(self.crashed, 0.0, sin_beta)
+                accel = np.where(self.crashed, -1.0 * self.speed, accel)
+            if cap_speed:
+                # highway-env writes the capped value back into the held action, so a cap, once
+                # applied, carries over to the remaining integration steps of this action.
+                accel = np.where(
+                    self.speed > MAX_SPEED, np.minimum(accel, 1.0 * (MAX_SPEED - self.speed)), accel
+                )
+                accel = np.where(
+                    self.speed < MIN_SPEED, np.maximum(accel, 1.0 * (MIN_SPEED - self.speed)), accel
+                )
+            direction = self.heading + beta
+            self.x += self.speed * np.cos(direction) * dt
+            self.y += self.speed * np.sin(direction) * dt
+            if self.has_impact.any():
+                self.x += np.where(self.has_impact, self.impact[:, 0], 0.0)
+                self.y += np.where(self.has_impact, self.impact[:, 1], 0.0)
+                self.crashed |= self.has_impact
+                self.impact[:] = 0.0
+                self.has_impact[:] = False
+                any_crashed = True
+            self.heading += self.speed * sin_beta / (CAR_LENGTH / 2) * dt
+            self.speed += accel * dt
+            if self._any_obst_impact:  # pushed parked cars move by their push (they have no speed)
+                self.obst_x += self.obst_impact[..., 0]
+                self.obst_y += self.obst_impact[..., 1]
+                self.obst_impact[:] = 0.0
+                self.obst_has_impact[:] = False
+                self._any_obst_impact = False
+            if candidates is not None and candidates[0].size:
+                if self._collide(candidates):
+                    any_crashed = True
+                    # A push moves a car by more than the broad phase allowed for: from now on test
+                    # every obstacle of the lots that were pushed.
+                    pushed = self.has_impact | self.obst_has_impact.any(axis=1)
+                    if pushed.any():
+                        cand = np.zeros((self.n, self.k), dtype=bool)
+                        cand[candidates] = True
+                        cand[pushed] = True
+                        candidates = np.nonzero(cand)
+
+    def _broad_phase(self) -> tuple[np.ndarray, np.ndarray]:
+        """Pairs (lot, obstacle) that may touch during this action; the exact test runs on these only.
+
+        A pair is dropped when, on one of the obstacle's own axes, the car's bounding disc stays
+        clear of it for the whole action. The disc grows with the farthest the car can travel in the
+        action (speed can change by at most ``frames * a_max * dt``), so a dropped pair is one that
+        highway-env's test (whose axes include the obstacle's) also finds apart at every step.
+        Lots with a push pending keep every obstacle, since a push is not bounded by speed.
+        """
+        f = self.config.frames
+        speed = np.abs(self.speed)
+        reach = CAR_DIAGONAL / 2 + self.dt * ((f + 1) * speed + self._max_speed_gain * (f + 1) / 2)
+        dx = self.obst_x - self.x[:, None]
+        dy = self.obst_y - self.y[:, None]
+        along = np.abs(dx * self.obst_cos + dy * self.obst_sin) - self.obst_length / 2
+        across = np.abs(dy * self.obst_cos - dx * self.obst_sin) - self.obst_width / 2
+        near = np.maximum(along, across) <= (reach + _BROAD_PHASE_MARGIN)[:, None]
+        near |= self.has_impact[:, None]
+        return np.nonzero(near)
+
+    def _collide(self, pairs: tuple[np.ndarray, np.ndarray]) -> bool:
+        """highway-env's ``handle_collisions`` for the ego against the obstacles in ``pairs``.
+
+        Returns whether any pair intersects or will intersect (a crash now, or a push pending).
+        """
+        lot, k = pairs
+        x, y, heading, speed = self.x[lot], self.y[lot], self.heading[lot], self.speed[lot]
+        ox, oy = self.obst_x[lot, k], self.obst_y[lot, k]
+        # highway-env's quick test first: centres farther apart than the half diagonals plus this
+        # step's travel (signed speed, as there) never collide.
+        gap = np.sqrt((ox - x) ** 2 + (oy - y) ** 2)
+        close = ~(gap > (CAR_DIAGONAL + self.obst_diagonal[k]) / 2 + speed * self.dt)
+        if not close.any():
+            return False
+        lot, k = lot[close], k[close]
+        x, y, heading, speed, ox, oy = x[close], y[close], heading[close], speed[close], ox[close], oy[close]
+        corners_a = rectangle_corners(x, y, heading, np.full(len(x), CAR_LENGTH), np.full(len(x), CAR_WIDTH))
+        corners_b = rectangle_corners(
+            ox, oy, self.obst_heading[lot, k], self.obst_length[k], self.obst_width[k]
+        )
+        displacement = np.stack([speed * np.cos(heading), speed * np.sin(heading)], axis=1) * self.dt
+        intersecting, will, translation = sat_collision(corners_a, corners_b, displacement)
+        if not (intersecting.any() or will.any()):
+            return False
+        self.crashed[lot[intersecting]] = True
+        if will.any():
+            lot_w, k_w, t_w = lot[will], k[will], translation[will]
+            # Each later obstacle overwrites the car's push (highway-env assigns, not adds): keep the
+            # last pair of each lot. Pairs come sorted by (lot, obstacle) from np.nonzero.
+            last = np.append(lot_w[1:] != lot_w[:-1], True)
+            self.impact[lot_w[last]] = t_w[last] * self.obst_push_share[k_w[last], None]
+            self.has_impact[lot_w[last]] = True
+            car = k_w < self.n_vehicles
+            if car.any():
+                self.obst_impact[lot_w[car], k_w[car]] = -t_w[car] / 2
+                self.obst_has_impact[lot_w[car], k_w[car]] = True
+                self._any_obst_impact = True
+        return True
+
+
+# --------------------------------------------------------------------------------------------------
+# Rendering (numpy only)
+# --------------------------------------------------------------------------------------------------
+
+_PX_PER_M = 8.0
+_VIEW_W, _VIEW_H = 80.0, 50.0  # metres shown, centred on the lot
+_IMG_W, _IMG_H = int(_VIEW_W * _PX_PER_M), int(_VIEW_H * _PX_PER_M)
+_COLORS = {
+    "ground": (100, 100, 100),
+    "line": (255, 255, 255),
+    "wall": (40, 40, 40),
+    "ego": (50, 200, 0),
+    "parked": (100, 200, 255),
+    "goal": (230, 80, 80),
+    "front": (20, 20, 20),
+}
+_RENDER_MODES = ["rgb_array"] + (["human"] if importlib.util.find_spec("pygame") is not None else [])
+
+
+def _fill_rectangle(img: np.ndarray, x: float, y: float, heading: float, length: float, width: float, color) -> None:
+    """Paint the pixels whose centres fall inside an oriented rectangle (world y points down, as in highway-env)."""
+    half_diag = 0.5 * math.hypot(length, width)
+    col0 = max(int((x - half_diag + _VIEW_W / 2) * _PX_PER_M), 0)
+    col1 = min(int((x + half_diag + _VIEW_W / 2) * _PX_PER_M) + 1, _IMG_W)
+    row0 = max(int((y - half_diag + _VIEW_H / 2) * _PX_PER_M), 0)
+    row1 = min(int((y + half_diag + _VIEW_H / 2) * _PX_PER_M) + 1, _IMG_H)
+    if col0 >= col1 or row0 >= row1:
+        return
+    px = (np.arange(col0, col1) + 0.5) / _PX_PER_M - _VIEW_W / 2 - x
+    py = (np.arange(row0, row1) + 0.5) / _PX_PER_M - _VIEW_H / 2 - y
+    c, s = math.cos(heading), math.sin(heading)
+    along = c * px[None, :] + s * py[:, None]
+    across = -s * px[None, :] + c * py[:, None]
+    inside = (np.abs(along) <= length / 2) & (np.abs(across) <= width / 2)
+    img[row0:row1, col0:col1][inside] = color
+
+
+def _draw_car(img: np.ndarray, x: float, y: float, heading: float, color) -> None:
+    _fill_rectangle(img, x, y, heading, CAR_LENGTH, CAR_WIDTH, color)
+    # A dark band across the front shows which way the car points.
+    fx, fy = x + 0.4 * CAR_LENGTH * math.cos(heading), y + 0.4 * CAR_LENGTH * math.sin(heading)
+    _fill_rectangle(img, fx, fy, heading, 0.2 * CAR_LENGTH, CAR_WIDTH, _COLORS["front"])
+
+
+def _background(add_walls: bool) -> np.ndarray:
+    img = np.empty((_IMG_H, _IMG_W, 3), dtype=np.uint8)
+    img[:] = _COLORS["ground"]
+    line = 0.15
+    for i in range(N_SPOTS):
+        cx, cy = SPOT_CENTRE[i]
+        for side in (-1, 1):  # the two side lines of each spot (highway-env draws them continuous)
+            _fill_rectangle(img, cx + side * SPOT_WIDTH / 2, cy, SPOT_HEADING[i], SPOT_LENGTH, line, _COLORS["line"])
+    if add_walls:
+        for wx, wy, wh, wl, ww in WALLS:
+            _fill_rectangle(img, wx, wy, wh, wl, ww, _COLORS["wall"])
+    return img
+
+
+def render_frame(batch: ParkingBatch, i: int, background: np.ndarray) -> np.ndarray:
+    """An RGB image ``(400, 640, 3)`` of lot ``i``: spots, walls, parked cars, goal (red) and ego (green)."""
+    img = background.copy()
+    gx, gy, gh = batch.goal[i]
+    _fill_rectangle(img, gx, gy, gh, CAR_LENGTH, CAR_WIDTH, _COLORS["goal"])
+    for j in range(batch.n_vehicles):
+        _draw_car(img, batch.obst_x[i, j], batch.obst_y[i, j], batch.obst_heading[i, j], _COLORS["parked"])
+    _draw_car(img, batch.x[i], batch.y[i], batch.heading[i], _COLORS["ego"])
+    return img
+
+
+# --------------------------------------------------------------------------------------------------
+# Environments
+# --------------------------------------------------------------------------------------------------
+
+
+def _spaces() -> tuple[spaces.Dict, spaces.Box]:
+    box = spaces.Box(-np.inf, np.inf, shape=(OBS_DIM,), dtype=np.float64)
+    obs_space = spaces.Dict({"desired_goal": box, "achieved_goal": box, "observation": box})
+    return obs_space, spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+
+
+def _check_render_mode(render_mode: str | None) -> None:
+    if render_mode is not None and render_mode not in _RENDER_MODES:
+        raise ValueError(f"render_mode must be None or one of {_RENDER_MODES}, got {render_mode!r}")
+
+
+class ParkingEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
+    """Park a car in a given spot of a parking lot: highway-env's ``parking-v0``, ~100x faster.
+
+    ## Description
+    A car (kinematic bicycle, 5 m x 2 m) starts at rest in the aisle of a lot with two rows of 14
+    spots (4 m wide, 8 m deep) enclosed by walls (70 m x 42 m) and must stop in a goal spot, facing
+    into it. This reproduces highway-env 1.12's ``parking-v0`` (credited there to Munir Jojo-Verge):
+    same numbers, same integration, collision and goal-sampling rules, float64 observations that match
+    highway-env's to rounding, and, from the same seed, the same start scenes.
+
+    ## Action Space
+    ``Box(-1, 1, (2,), float32)``: ``[acceleration, steering]``, clipped to [-1, 1] then mapped
+    linearly to ``[-acceleration_range, acceleration_range]`` m/s^2 and
+    ``[-steering_range, steering_range]`` rad (5 m/s^2 and pi/4 by default). Each action is held for
+    ``simulation_frequency // policy_frequency`` integration steps (15 Hz / 5 Hz: 3 steps of 1/15 s).
+
+    ## Observation Space
+    ``Dict`` of three ``Box(-inf, inf, (6,), float64)``: ``observation`` and ``achieved_goal`` are the
+    car's ``[x, y, vx, vy, cos(heading), sin(heading)]`` divided by ``[100, 100, 5, 5, 1, 1]``;
+    ``desired_goal`` is the goal pose in the same form (speed 0). No normalisation or clipping, as
+    highway-env's ``KinematicsGoal`` observation with ``normalize=False``. ``vx, vy`` is
+    ``speed * (cos h, sin h)`` (highway-env leaves the slip angle out of the velocity).
+
+    ## Rewards
+    ``compute_reward(ag, dg, info, p=0.5) = -(|ag - dg| . reward_weights) ** p
+    + collision_reward * info["crashed"]``, weights ``[1, 0.3, 0, 0, 0.02, 0.02]``, collision -5.
+
+    highway-env adds the collision term in ``step`` only; its ``compute_reward`` ignores ``info``, so
+    a HER buffer that relabels through ``compute_reward`` silently drops the crash penalty and the
+    relabelled rewards of crashing transitions differ from the rewards the env gave. Here ``step``
+    returns exactly ``compute_reward(ag, dg, info)`` and the crash flag travels in ``info["crashed"]``.
+    A crash does not depend on the goal, so adding it to a relabelled reward is correct: the
+    transition crashed whatever goal it is scored against. ``info=None`` scores goals alone (no crash
+    term); a dict, or a batch of dicts, without ``"crashed"`` raises ``KeyError`` rather than guess.
+
+    ## Starting State
+    The car at (0, 0), speed 0, heading uniform in [0, 2 pi). The goal is a spot drawn uniformly from
+    the 27 spots other than the one nearest the car (highway-env's lane-distance rule); then
+    ``vehicles_count`` parked cars fill spots drawn uniformly from those still free.
+    ``reset(options={"ego_pose": (x, y, heading), "goal_pose": (x, y, heading)})`` (metres, radians;
+    either key may be left out) puts the car or the goal anywhere instead of drawing them, e.g. for
+    curricula or fixed evaluations; the spot nearest a given pose is kept free of parked cars.
+
+    ## Episode End
+    Terminated on success (goal term > ``-success_goal_reward``, i.e. -0.12, computed with p = 0.5)
+    or on a crash into a wall or a parked car: highway-env's separating-axis test on the car's and the
+    obstacle's rectangles, which also crashes a car that *will* overlap after its next integration
+    step (it is pushed out, then marked crashed). Truncated once ``info["time"]``, the simulated time,
+    reaches ``duration`` (100 s: 500 actions at 5 Hz); the env truncates itself, there is no
+    ``TimeLimit`` (highway-env registers none either).
+
+    ``info``: ``speed`` (m/s), ``crashed``, ``is_success``, ``time`` (s).
+
+    ## Arguments
+    ``gym.make("goalenvs/Parking-v0", **kwargs)`` with any of (highway-env's config keys):
+
+    * ``reward_weights`` (6 numbers >= 0, default ``(1, 0.3, 0, 0, 0.02, 0.02)``);
+    * ``success_goal_reward`` (> 0, default 0.12); ``collision_reward`` (default -5);
+    * ``steering_range`` (rad in (0, pi/2), default pi/4) and ``acceleration_range`` (m/s^2 > 0,
+      default 5): the action's ranges (highway-env's ``ContinuousAction`` defaults; its config key
+      ``steering_range`` is never read there, so it is not the same knob);
+    * ``simulation_frequency`` (Hz, default 15), ``policy_frequency`` (Hz, default 5; must divide it);
+    * ``duration`` (s, default 100); ``add_walls`` (default True);
+    * ``vehicles_count`` (parked cars, 0..26, default 0; highway-env's ``parking-parked-v0`` is 10);
+    * ``render_mode``: ``"rgb_array"`` (numpy only, a 640 x 400 top view), or ``"human"`` when pygame
+      is installed.
+
+    One controlled car only (highway-env's ``controlled_vehicles`` > 1 is not supported).
+
+    ## Version History
+    * v0: first version, numerically matching highway-env 1.12.1's ``parking-v0``.
+    """
+
+    metadata = {"render_modes": _RENDER_MODES, "render_fps": 5}
+
+    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
+        _check_render_mode(render_mode)
+        self.config = ParkingConfig(**kwargs)
+        self.render_mode = render_mode
+        self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
+        self.observation_space, self.action_space = _spaces()
+        self._batch = ParkingBatch(self.config, 1)
+        self._weights = self.config.reward_weights
+        self._background: np.ndarray | None = None
+        self._window: Any = None
+
+    # The three task functions, bound to this env's settings (pure: they read no state).
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any, p: float = 0.5) -> np.ndarray:
+        """``-(|achieved - desired| . reward_weights) ** p + collision_reward * info["crashed"]``.
+
+        Vectorized over leading batch dimensions. ``info`` is a step's info, a dict of arrays, a batch
+        of info dicts (what a replay buffer stores), or None for the goal term alone. The crash term
+        does not depend on the goal, so it is kept when a transition is relabelled with another goal.
+        """
+        return compute_reward(
+            achieved_goal,
+            desired_goal,
+            info,
+            reward_weights=self._weights,
+            collision_reward=self.config.collision_reward,
+            p=p,
+        )
+
+    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """Success (goal term > -success_goal_reward) or ``info["crashed"]``."""
+        return compute_terminated(
+            achieved_goal,
+            desired_goal,
+            info,
+            reward_weights=self._weights,
+            success_goal_reward=self.config.success_goal_reward,
+        )
+
+    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """``info["time"] >= duration``."""
+        return compute_truncated(achieved_goal, desired_goal, info, duration=self.config.duration)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        super().reset(seed=seed, options=options)
+        self._batch.reset(self.np_random, None, options)
+        obs = self._observation()
+        info = self._info(obs)
+        if self.render_mode == "human":
+            self.render()
+        return obs, info
+
+    def _observation(self) -> dict[str, np.ndarray]:
+        obs = self._batch.observe()
+        return {key: value[0] for key, value in obs.items()}
+
+    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        b = self._batch
+        success = goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights) > -(
+            self.config.success_goal_reward
+        )
+        return {
+            "speed": float(b.speed[0]),
+            "crashed": bool(b.crashed[0]),
+            "is_success": bool(success),
+            "time": float(b.time[0]),
+        }
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        action = np.asarray(action)
+        if action.shape != (2,):
+            raise ValueError(f"action must have shape (2,) ([acceleration, steering]), got {action.shape}")
+        self._batch.simulate(action[None])
+        obs = self._observation()
+        info = self._info(obs)
+        ag, dg = obs["achieved_goal"], obs["desired_goal"]
+        reward = float(self.compute_reward(ag, dg, info))
+        terminated = bool(self.compute_terminated(ag, dg, info))
+        truncated = bool(self.compute_truncated(ag, dg, info))
+        if self.render_mode == "human":
+            self.render()
+        return obs, reward, terminated, truncated, info
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode is None:
+            gym.logger.warn('render() called without a render_mode; make the env with render_mode="rgb_array"')
+            return None
+        if self._background is None:
+            self._background = _background(self.config.add_walls)
+        frame = render_frame(self._batch, 0, self._background)
+        if self.render_mode == "rgb_array":
+            return frame
+        self._show(frame)
+        return None
+
+    def _show(self, frame: np.ndarray) -> None:
+        import pygame  # only for render_mode="human", listed only when pygame is installed
+
+        if self._window is None:
+            pygame.init()
+            self._window = pygame.display.set_mode((_IMG_W, _IMG_H))
+            pygame.display.set_caption("goalenvs/Parking-v0")
+        pygame.event.pump()
+        self._window.blit(pygame.surfarray.make_surface(frame.swapaxes(0, 1)), (0, 0))
+        pygame.display.flip()
+
+    def close(self) -> None:
+        if self._window is not None:
+            import pygame
+
+            pygame.display.quit()
+            self._window = None
+
+
+class ParkingVectorEnv(VectorEnv):
+    """``num_envs`` parking lots stepped as one batch (see :class:`ParkingEnv` for the task).
+
+    ``gym.make_vec("goalenvs/Parking-v0", num_envs=N, **kwargs)``. Same arguments as ParkingEnv.
+    Autoreset is next-step (``metadata["autoreset_mode"]``): the step after a lot's episode ends
+    resets it, ignores its action and returns its first observation with reward 0. All lots draw from
+    one generator, seeded by ``reset(seed=...)``. ``reset(options=...)`` takes ``ego_pose`` and
+    ``goal_pose`` as one pose for every lot or an ``(N, 3)`` array. ``info`` is a dict of arrays.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 5, "autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 1, render_mode: str | None = None, **kwargs: Any) -> None:
+        self.num_envs = _positive_int("num_envs", num_envs)
+        if render_mode is not None and render_mode != "rgb_array":
+            raise ValueError(f"render_mode must be None or 'rgb_array' for the vector env, got {render_mode!r}")
+        self.render_mode = render_mode
+        self.config = ParkingConfig(**kwargs)
+        self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
+        self.single_observation_space, self.single_action_space = _spaces()
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._batch = ParkingBatch(self.config, self.num_envs)
+        self._weights = self.config.reward_weights
+        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
+        self._background: np.ndarray | None = None
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any, p: float = 0.5) -> np.ndarray:
+        """Same as :meth:`ParkingEnv.compute_reward`."""
+        return compute_reward(
+            achieved_goal,
+            desired_goal,
+            info,
+            reward_weights=self._weights,
+            collision_reward=self.config.collision_reward,
+            p=p,
+        )
+
+    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """Same as :meth:`ParkingEnv.compute_terminated`."""
+        return compute_terminated(
+            achieved_goal,
+            desired_goal,
+            info,
+            reward_weights=self._weights,
+            success_goal_reward=self.config.success_goal_reward,
+        )
+
+    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """Same as :meth:`ParkingEnv.compute_truncated`."""
+        return compute_truncated(achieved_goal, desired_goal, info, duration=self.config.duration)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        if seed is not None:
+            if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+                raise TypeError(f"seed must be an int or None, got {type(seed).__name__} ({seed!r})")
+            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
+        self._batch.reset(self.np_random, None, options)
+        self._needs_reset[:] = False
+        obs = self._batch.observe()
+        return obs, self._info(obs)
+
+    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        b = self._batch
+        success = goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights) > -(
+            self.config.success_goal_reward
+        )
+        return {"speed": b.speed.copy(), "crashed": b.crashed.copy(), "is_success": success, "time": b.time.copy()}
+
+    def step(
+        self, actions: Any
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs, 2):
+            raise ValueError(
+                f"actions must have shape ({self.num_envs}, 2) ([acceleration, steering] per env), "
+                f"got {actions.shape}"
+            )
+        b = self._batch
+        resetting = self._needs_reset
+        any_reset = bool(resetting.any())
+        # Every lot is simulated (fixed shapes, no gather/scatter); the lots whose episode ended last
+        # step are then overwritten by a fresh scene: next-step autoreset ignores their action.
+        b.simulate(actions)
+        if any_reset:
+            b.reset(self.np_random, resetting)
+        obs = b.observe()
+        info = self._info(obs)
+        ag, dg = obs["achieved_goal"], obs["desired_goal"]
+        reward = self.compute_reward(ag, dg, info)
+        terminated = self.compute_terminated(ag, dg, info)
+        truncated = self.compute_truncated(ag, dg, info)
+        if any_reset:
+            reward[resetting] = 0.0
+            terminated[resetting] = False
+            truncated[resetting] = False
+        self._needs_reset = terminated | truncated
+        return obs, reward, terminated, truncated, info
+
+    def render(self) -> tuple[np.ndarray, ...] | None:
+        if self.render_mode is None:
+            gym.logger.warn('render() called without a render_mode; make the env with render_mode="rgb_array"')
+            return None
+        if self._background is None:
+            self._background = _background(self.config.add_walls)
+        return tuple(render_frame(self._batch, i, self._background) for i in range(self.num_envs))
