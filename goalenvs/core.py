@@ -72,18 +72,23 @@ def info_values(info: Any, key: str, batch_shape: tuple[int, ...], default: Any 
       to ``batch_shape``;
     * a sequence or object array of dicts (a replay buffer's stored infos), of shape ``batch_shape``.
 
+    For ``batch_shape == ()`` from a dict, the result is a numpy scalar (it behaves as a 0-d array).
+
     Raises ``KeyError`` naming the key when it is missing and no ``default`` is given.
     """
     if info is None:
         if default is None:
             raise KeyError(f"info is None but {key!r} is needed to compute this quantity")
         return np.full(batch_shape, default)
-    if isinstance(info, Mapping):
+    if isinstance(info, dict) or isinstance(info, Mapping):  # dict first: the fast, common case
         if key not in info:
             if default is None:
                 raise KeyError(f"info has no {key!r} entry (keys: {sorted(info)})")
             return np.full(batch_shape, default)
-        return np.broadcast_to(np.asarray(info[key]), batch_shape)
+        value = np.asarray(info[key])
+        if value.shape == batch_shape:
+            return value[()] if not batch_shape else value  # one transition: a numpy scalar, cheap to compare
+        return np.broadcast_to(value, batch_shape)
     if isinstance(info, (Sequence, np.ndarray)):
         infos = np.asarray(info, dtype=object)
         flat = infos.reshape(-1)
@@ -96,9 +101,7 @@ def info_values(info: Any, key: str, batch_shape: tuple[int, ...], default: Any 
             else:
                 values.append(item[key])
         return np.asarray(values).reshape(infos.shape).reshape(batch_shape)
-    raise TypeError(
-        f"info must be None, a dict, or a sequence/array of dicts, got {type(info).__name__}"
-    )
+    raise TypeError(f"info must be None, a dict, or a sequence/array of dicts, got {type(info).__name__}")
 
 
 class GoalEnv(gym.Env[ObsT, ActT], Generic[ObsT, ActT]):

@@ -1,0 +1,60 @@
+"""BitFlip steps/s: our single and native vector env against stable-baselines3's ``BitFlippingEnv``.
+
+Each loop steps with random discrete actions and resets on episode end, as a training loop does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from benchmarks.common import Row, median_rate
+from goalenvs.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
+
+N_BITS = 10
+
+
+def _single_loop(env, n_steps: int):
+    actions = np.random.default_rng(0).integers(0, N_BITS, n_steps).tolist()
+
+    def loop() -> None:
+        env.reset(seed=0)
+        for action in actions:
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                env.reset()
+
+    return loop
+
+
+def _vector_loop(env: BitFlipVectorEnv, n_steps: int):
+    actions = np.random.default_rng(0).integers(0, N_BITS, (n_steps, env.num_envs))
+
+    def loop() -> None:
+        env.reset(seed=0)
+        for step_actions in actions:
+            env.step(step_actions)  # autoreset: no Python work per env
+
+    return loop
+
+
+def run(quick: bool) -> list[Row]:
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    repeats, n_steps, vec_steps = (3, 2_000, 50) if quick else (7, 20_000, 500)
+    peer = median_rate(_single_loop(BitFlippingEnv(n_bits=N_BITS), n_steps), n_steps, repeats)
+    ours = median_rate(_single_loop(BitFlipEnv(n_bits=N_BITS), n_steps), n_steps, repeats)
+    rows = [Row("bitflip", f"single env, n_bits={N_BITS}", "steps/s", ours, peer, "sb3 BitFlippingEnv")]
+    for num_envs in (64, 1024):
+        vec = BitFlipVectorEnv(num_envs=num_envs, n_bits=N_BITS)
+        rate = median_rate(_vector_loop(vec, vec_steps), vec_steps * num_envs, repeats)
+        rows.append(
+            Row(
+                "bitflip",
+                f"vector env x{num_envs}, n_bits={N_BITS}",
+                "env-steps/s",
+                rate,
+                peer,
+                "sb3 BitFlippingEnv",
+            )
+        )
+    return rows

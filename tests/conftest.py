@@ -1,0 +1,30 @@
+"""Shared fixtures: the registry of goalenvs ids, as Gymnasium's own env tests parametrize."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import goalenvs
+from goalenvs.registration import ENVS
+
+gym.register_envs(goalenvs)
+
+
+def _has(module: str) -> bool:
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def make_params(entries=ENVS):
+    """One pytest param per registered id; ids needing an absent optional dependency are skipped."""
+    params = []
+    for entry in entries:
+        marks = []
+        if "fetch" in entry.entry_point and not _has("mujoco"):
+            marks.append(pytest.mark.skip(reason="the fetch extra (mujoco) is not installed"))
+        params.append(pytest.param(entry.id, id=entry.id, marks=marks))
+    return params
