@@ -57,6 +57,8 @@ WALL_THICKNESS = 1.0
 #: Observation and goal features ``[x, y, vx, vy, cos_h, sin_h]`` are divided by these.
 OBS_SCALES = np.array([100.0, 100.0, 5.0, 5.0, 1.0, 1.0])
 OBS_DIM = 6
+#: ``reset(options=...)`` poses must lie within this many metres of the lot's centre, in x and y.
+POSE_LIMIT = 100.0
 
 
 def _spot_geometry() -> tuple[np.ndarray, ...]:
@@ -243,7 +245,9 @@ def goal_reward(
     achieved_goal: np.ndarray, desired_goal: np.ndarray, reward_weights: np.ndarray, p: float = 0.5
 ) -> np.ndarray:
     """The goal term ``-(|achieved - desired| . reward_weights) ** p`` over any leading batch shape."""
-    return -np.power(np.abs(achieved_goal - desired_goal) @ reward_weights, p)
+    # Multiply-then-sum rather than a matmul: BLAS may sum a batch in another order (or with FMA)
+    # than one row, and a vector env's rewards must equal its single envs' to the bit.
+    return -np.power((np.abs(achieved_goal - desired_goal) * reward_weights).sum(axis=-1), p)
 
 
 def _crashed(info: Any, batch_shape: tuple[int, ...]) -> np.ndarray:
@@ -337,14 +341,18 @@ def sat_collision(
     keeping the first axis of smallest ``|distance|``; ``argmin`` keeps the first minimum too.
     """
     axes = np.concatenate([_edge_normals(corners_a), _edge_normals(corners_b)], axis=-2)  # (M, 8, 2)
-    proj_a = np.einsum("mkd,mcd->mkc", axes, corners_a)
-    proj_b = np.einsum("mkd,mcd->mkc", axes, corners_b)
+    # Dot products written out (not einsum/matmul) so each pair's arithmetic is the same in any batch.
+    ax, ay = axes[:, :, 0, None], axes[:, :, 1, None]
+    proj_a = ax * corners_a[:, None, :, 0] + ay * corners_a[:, None, :, 1]  # (M, 8, 4)
+    proj_b = ax * corners_b[:, None, :, 0] + ay * corners_b[:, None, :, 1]
     min_a, max_a = proj_a.min(axis=-1), proj_a.max(axis=-1)
     min_b, max_b = proj_b.min(axis=-1), proj_b.max(axis=-1)
     before = min_a < min_b
     intersecting = ~np.any(np.where(before, min_b - max_a, min_a - max_b) > 0, axis=-1)
     # Sweep a's interval along its displacement, as highway-env does, before measuring again.
-    velocity_projection = np.einsum("mkd,md->mk", axes, displacement_a)
+    velocity_projection = (
+        axes[..., 0] * displacement_a[:, None, 0] + axes[..., 1] * displacement_a[:, None, 1]
+    )
     backwards = velocity_projection < 0
     min_a = np.where(backwards, min_a + velocity_projection, min_a)
     max_a = np.where(backwards, max_a, max_a + velocity_projection)
@@ -354,7 +362,7 @@ def sat_collision(
     rows = np.arange(len(best))
     axis = axes[rows, best]
     centre_gap = corners_a.mean(axis=-2) - corners_b.mean(axis=-2)
-    towards_a = np.einsum("md,md->m", centre_gap, axis) > 0
+    towards_a = centre_gap[:, 0] * axis[:, 0] + centre_gap[:, 1] * axis[:, 1] > 0
     axis = np.where(towards_a[:, None], axis, -axis)
     translation = np.abs(distance[rows, best])[:, None] * axis
     translation = np.where(will_intersect[:, None], translation, 0.0)
@@ -401,8 +409,11 @@ def _pose_option(options: Mapping[str, Any], key: str, n: int) -> np.ndarray | N
             f"options[{key!r}] must be (x, y, heading) in metres and radians, or an array of shape "
             f"({n}, 3) with one pose per environment; got shape {np.shape(options[key])}"
         )
-    if not np.all(np.isfinite(pose)):
-        raise ValueError(f"options[{key!r}] must be finite, got {pose.tolist()}")
+    if not np.all(np.isfinite(pose)) or np.any(np.abs(pose[:, :2]) > POSE_LIMIT):
+        raise ValueError(
+            f"options[{key!r}] must be finite with |x|, |y| <= {POSE_LIMIT} m (the lot spans "
+            f"{LOT_WIDTH} x {LOT_HEIGHT} m around (0, 0)), got {pose.tolist()}"
+        )
     return pose
 
 
@@ -410,38 +421,53 @@ _OPTION_KEYS = ("ego_pose", "goal_pose")
 
 
 def sample_scenes(
-    rng: np.random.Generator,
-    n: int,
+    rngs: Sequence[np.random.Generator],
     vehicles_count: int,
     ego_pose: np.ndarray | None = None,
     goal_pose: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Draw ``n`` start scenes: ego poses ``(n, 3)``, goal poses ``(n, 3)``, parked-car spots ``(n, V)``.
+    """Draw one start scene per generator: ego poses ``(n, 3)``, goal poses ``(n, 3)``, parked spots ``(n, V)``.
 
-    highway-env's draws, in its order: the ego's heading ``2 pi U(0, 1)`` at (0, 0); then the goal, a
-    uniform pick among the spots other than the ego's; then each parked car, a uniform pick among the
-    spots still free. For ``n == 1`` the calls on ``rng`` are the very calls highway-env makes, so the
-    same seed gives the same scene; for ``n > 1`` each draw is one batched call (same distribution).
-    A pose given in ``ego_pose`` / ``goal_pose`` replaces its draw; the spot nearest it is kept free.
+    highway-env's draws, in its order, on each lot's own generator: the ego's heading
+    ``2 pi U(0, 1)`` at (0, 0); the goal, a uniform pick among the spots other than the ego's; then each
+    parked car, a uniform pick among the spots still free. These are the very calls highway-env makes
+    on its ``np_random``, so the same seed gives the same scene. A pose given in ``ego_pose`` /
+    ``goal_pose`` (shape ``(n, 3)``) replaces its draw; the spot nearest it is kept free.
+
+    Why a generator per lot: lot ``i`` of a vector env seeded ``s`` then replays exactly the single env
+    seeded ``s + i``. Only the scalar draws loop over lots (a few calls per new episode); the
+    geometry around them is batched.
     """
+    n = len(rngs)
+    rows = np.arange(n)
     if ego_pose is None:
-        heading = 2.0 * np.pi * rng.uniform(size=n)
+        heading = 2.0 * np.pi * np.array([rng.uniform() for rng in rngs])
         ego_pose = np.stack([np.zeros(n), np.zeros(n), heading], axis=1)
     free = np.ones((n, N_SPOTS), dtype=bool)
-    rows = np.arange(n)
-    free[rows, closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])] = False
+    ego_spot = closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])
+    free[rows, ego_spot] = False
     if goal_pose is None:
-        spot = _kth_free(free, rng.integers(0, N_SPOTS - 1, size=n))
-        goal_pose = np.concatenate([SPOT_CENTRE[spot], SPOT_HEADING[spot, None]], axis=1)
+        goal_draw: np.ndarray | None = np.empty(n, dtype=np.int64)
+        n_free = np.full(n, N_SPOTS - 2)
     else:
-        spot = closest_spot(goal_pose[:, 0], goal_pose[:, 1], goal_pose[:, 2])
-    free[rows, spot] = False
+        goal_draw = None
+        goal_spot = closest_spot(goal_pose[:, 0], goal_pose[:, 1], goal_pose[:, 2])
+        n_free = N_SPOTS - 1 - (goal_spot != ego_spot)
+    parked_draws = np.empty((n, vehicles_count), dtype=np.int64)
+    for i, rng in enumerate(rngs):  # scalar draws only, in highway-env's order
+        if goal_draw is not None:
+            goal_draw[i] = rng.integers(0, N_SPOTS - 1)
+        for j in range(vehicles_count):
+            parked_draws[i, j] = rng.integers(0, n_free[i] - j)
+    if goal_draw is not None:
+        goal_spot = _kth_free(free, goal_draw)
+        goal_pose = np.concatenate([SPOT_CENTRE[goal_spot], SPOT_HEADING[goal_spot, None]], axis=1)
+    free[rows, goal_spot] = False
     parked = np.empty((n, vehicles_count), dtype=np.intp)
-    for i in range(vehicles_count):  # a loop over cars (<= 26), each draw batched over environments
-        n_free = free.sum(axis=1)
-        spot = _kth_free(free, rng.integers(0, n_free))
+    for j in range(vehicles_count):  # a loop over cars (<= 26), each batched over lots
+        spot = _kth_free(free, parked_draws[:, j])
         free[rows, spot] = False
-        parked[:, i] = spot
+        parked[:, j] = spot
     return ego_pose, goal_pose, parked
 
 
@@ -499,10 +525,16 @@ class ParkingBatch:
 
     # ---------------------------------------------------------------------------- reset
     def reset(
-        self, rng: np.random.Generator, mask: np.ndarray | None = None, options: Mapping[str, Any] | None = None
+        self,
+        rngs: Sequence[np.random.Generator],
+        idx: np.ndarray | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
-        """Draw new scenes for the lots in ``mask`` (all when None), from ``rng``; ``options`` as ParkingEnv."""
-        idx = np.arange(self.n) if mask is None else np.flatnonzero(mask)
+        """New scenes for the lots ``idx`` (all when None), lot ``idx[j]`` drawing from ``rngs[j]``.
+
+        ``options`` as :meth:`ParkingEnv.reset`, with poses of shape ``(3,)`` or ``(n, 3)``.
+        """
+        idx = np.arange(self.n) if idx is None else idx
         m = len(idx)
         ego_pose = goal_pose = None
         if options:
@@ -513,7 +545,7 @@ class ParkingBatch:
             goal_pose = _pose_option(options, "goal_pose", self.n)
             ego_pose = None if ego_pose is None else ego_pose[idx]
             goal_pose = None if goal_pose is None else goal_pose[idx]
-        ego, goal, parked = sample_scenes(rng, m, self.n_vehicles, ego_pose, goal_pose)
+        ego, goal, parked = sample_scenes(rngs, self.n_vehicles, ego_pose, goal_pose)
         self.x[idx], self.y[idx], self.heading[idx] = ego[:, 0], ego[:, 1], ego[:, 2]
         self.speed[idx] = 0.0
         self.crashed[idx] = False
@@ -698,7 +730,9 @@ _COLORS = {
 _RENDER_MODES = ["rgb_array"] + (["human"] if importlib.util.find_spec("pygame") is not None else [])
 
 
-def _fill_rectangle(img: np.ndarray, x: float, y: float, heading: float, length: float, width: float, color) -> None:
+def _fill_rectangle(
+    img: np.ndarray, x: float, y: float, heading: float, length: float, width: float, color
+) -> None:
     """Paint the pixels whose centres fall inside an oriented rectangle (world y points down, as in highway-env)."""
     half_diag = 0.5 * math.hypot(length, width)
     col0 = max(int((x - half_diag + _VIEW_W / 2) * _PX_PER_M), 0)
@@ -730,7 +764,9 @@ def _background(add_walls: bool) -> np.ndarray:
     for i in range(N_SPOTS):
         cx, cy = SPOT_CENTRE[i]
         for side in (-1, 1):  # the two side lines of each spot (highway-env draws them continuous)
-            _fill_rectangle(img, cx + side * SPOT_WIDTH / 2, cy, SPOT_HEADING[i], SPOT_LENGTH, line, _COLORS["line"])
+            _fill_rectangle(
+                img, cx + side * SPOT_WIDTH / 2, cy, SPOT_HEADING[i], SPOT_LENGTH, line, _COLORS["line"]
+            )
     if add_walls:
         for wx, wy, wh, wl, ww in WALLS:
             _fill_rectangle(img, wx, wy, wh, wl, ww, _COLORS["wall"])
@@ -753,8 +789,16 @@ def render_frame(batch: ParkingBatch, i: int, background: np.ndarray) -> np.ndar
 # --------------------------------------------------------------------------------------------------
 
 
-def _spaces() -> tuple[spaces.Dict, spaces.Box]:
-    box = spaces.Box(-np.inf, np.inf, shape=(OBS_DIM,), dtype=np.float64)
+def _spaces(config: ParkingConfig) -> tuple[spaces.Dict, spaces.Box]:
+    """Observation and action spaces. highway-env declares its boxes (-inf, inf); finite bounds say more
+    and keep Gymnasium's checker quiet. No episode can leave them: a reset pose lies within
+    ``POSE_LIMIT`` m of the centre, speed stays under ``40 + acceleration_range * dt`` m/s (the cap
+    pulls it back once past 40), so the car travels less than twice that times ``duration``.
+    """
+    top_speed = MAX_SPEED + config.acceleration_range / config.simulation_frequency
+    reach = POSE_LIMIT + 2 * top_speed * (config.duration + 1)
+    high = np.array([reach, reach, top_speed, top_speed, 1.0, 1.0]) / OBS_SCALES
+    box = spaces.Box(-high, high, dtype=np.float64)
     obs_space = spaces.Dict({"desired_goal": box, "achieved_goal": box, "observation": box})
     return obs_space, spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
 
@@ -844,7 +888,7 @@ class ParkingEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         self.config = ParkingConfig(**kwargs)
         self.render_mode = render_mode
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
-        self.observation_space, self.action_space = _spaces()
+        self.observation_space, self.action_space = _spaces(self.config)
         self._batch = ParkingBatch(self.config, 1)
         self._weights = self.config.reward_weights
         self._background: np.ndarray | None = None
@@ -885,7 +929,7 @@ class ParkingEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed, options=options)
-        self._batch.reset(self.np_random, None, options)
+        self._batch.reset([self.np_random], None, options)
         obs = self._observation()
         info = self._info(obs)
         if self.render_mode == "human":
@@ -925,7 +969,9 @@ class ParkingEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
 
     def render(self) -> np.ndarray | None:
         if self.render_mode is None:
-            gym.logger.warn('render() called without a render_mode; make the env with render_mode="rgb_array"')
+            gym.logger.warn(
+                'render() called without a render_mode; make the env with render_mode="rgb_array"'
+            )
             return None
         if self._background is None:
             self._background = _background(self.config.add_walls)
@@ -959,9 +1005,12 @@ class ParkingVectorEnv(VectorEnv):
 
     ``gym.make_vec("goalenvs/Parking-v0", num_envs=N, **kwargs)``. Same arguments as ParkingEnv.
     Autoreset is next-step (``metadata["autoreset_mode"]``): the step after a lot's episode ends
-    resets it, ignores its action and returns its first observation with reward 0. All lots draw from
-    one generator, seeded by ``reset(seed=...)``. ``reset(options=...)`` takes ``ego_pose`` and
-    ``goal_pose`` as one pose for every lot or an ``(N, 3)`` array. ``info`` is a dict of arrays.
+    resets it, ignores its action and returns its first observation with reward 0, terminated and
+    truncated False. ``reset(seed=s)`` seeds lot ``i`` with ``s + i`` (a list seeds each lot), so lot
+    ``i`` replays exactly what ``ParkingEnv`` reset with seed ``s + i`` does, autoresets included.
+    ``reset(options=...)`` takes ``ego_pose`` and ``goal_pose`` as one pose for every lot or an
+    ``(N, 3)`` array. ``info`` is a dict of arrays (with Gymnasium's ``_key`` masks, all True).
+    ``render()`` returns a tuple of ``num_envs`` frames.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 5, "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -969,16 +1018,19 @@ class ParkingVectorEnv(VectorEnv):
     def __init__(self, num_envs: int = 1, render_mode: str | None = None, **kwargs: Any) -> None:
         self.num_envs = _positive_int("num_envs", num_envs)
         if render_mode is not None and render_mode != "rgb_array":
-            raise ValueError(f"render_mode must be None or 'rgb_array' for the vector env, got {render_mode!r}")
+            raise ValueError(
+                f"render_mode must be None or 'rgb_array' for the vector env, got {render_mode!r}"
+            )
         self.render_mode = render_mode
         self.config = ParkingConfig(**kwargs)
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
-        self.single_observation_space, self.single_action_space = _spaces()
+        self.single_observation_space, self.single_action_space = _spaces(self.config)
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
         self._batch = ParkingBatch(self.config, self.num_envs)
         self._weights = self.config.reward_weights
-        self._needs_reset = np.zeros(self.num_envs, dtype=bool)
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._rngs: list[np.random.Generator] | None = None
         self._background: np.ndarray | None = None
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any, p: float = 0.5) -> np.ndarray:
@@ -1007,14 +1059,27 @@ class ParkingVectorEnv(VectorEnv):
         return compute_truncated(achieved_goal, desired_goal, info, duration=self.config.duration)
 
     def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+        self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        if seed is not None:
+        n = self.num_envs
+        if isinstance(seed, (list, tuple, np.ndarray)):
+            if len(seed) != n or any(s is None for s in seed):
+                raise ValueError(f"seed as a list must hold {n} ints, got {seed!r}")
+            seeds = [int(s) for s in seed]
+        elif seed is not None:
             if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-                raise TypeError(f"seed must be an int or None, got {type(seed).__name__} ({seed!r})")
-            self._np_random, self._np_random_seed = seeding.np_random(int(seed))
-        self._batch.reset(self.np_random, None, options)
-        self._needs_reset[:] = False
+                raise TypeError(f"seed must be an int, a list of {n} ints, or None; got {seed!r}")
+            seeds = [int(seed) + i for i in range(n)]
+        elif self._rngs is None:
+            seeds = [int(s) for s in self.np_random.integers(0, 2**63, size=n)]
+        else:
+            seeds = None
+        if seeds is not None:
+            super().reset(seed=seeds[0])
+            # Lot i draws from the generator a single env seeded seeds[i] would use.
+            self._rngs = [seeding.np_random(s)[0] for s in seeds]
+        self._batch.reset(self._rngs, None, options)
+        self._autoreset[:] = False
         obs = self._batch.observe()
         return obs, self._info(obs)
 
@@ -1023,11 +1088,23 @@ class ParkingVectorEnv(VectorEnv):
         success = goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights) > -(
             self.config.success_goal_reward
         )
-        return {"speed": b.speed.copy(), "crashed": b.crashed.copy(), "is_success": success, "time": b.time.copy()}
+        every = np.ones(self.num_envs, dtype=bool)
+        return {
+            "speed": b.speed.copy(),
+            "crashed": b.crashed.copy(),
+            "is_success": success,
+            "time": b.time.copy(),
+            "_speed": every,
+            "_crashed": every,
+            "_is_success": every,
+            "_time": every,
+        }
 
     def step(
         self, actions: Any
     ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        if self._rngs is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
         actions = np.asarray(actions)
         if actions.shape != (self.num_envs, 2):
             raise ValueError(
@@ -1035,29 +1112,28 @@ class ParkingVectorEnv(VectorEnv):
                 f"got {actions.shape}"
             )
         b = self._batch
-        resetting = self._needs_reset
-        any_reset = bool(resetting.any())
+        restart = np.flatnonzero(self._autoreset)
         # Every lot is simulated (fixed shapes, no gather/scatter); the lots whose episode ended last
         # step are then overwritten by a fresh scene: next-step autoreset ignores their action.
         b.simulate(actions)
-        if any_reset:
-            b.reset(self.np_random, resetting)
+        if restart.size:
+            b.reset([self._rngs[i] for i in restart], restart)
         obs = b.observe()
         info = self._info(obs)
         ag, dg = obs["achieved_goal"], obs["desired_goal"]
         reward = self.compute_reward(ag, dg, info)
         terminated = self.compute_terminated(ag, dg, info)
         truncated = self.compute_truncated(ag, dg, info)
-        if any_reset:
-            reward[resetting] = 0.0
-            terminated[resetting] = False
-            truncated[resetting] = False
-        self._needs_reset = terminated | truncated
+        if restart.size:
+            reward[restart], terminated[restart], truncated[restart] = 0.0, False, False
+        self._autoreset = terminated | truncated
         return obs, reward, terminated, truncated, info
 
     def render(self) -> tuple[np.ndarray, ...] | None:
         if self.render_mode is None:
-            gym.logger.warn('render() called without a render_mode; make the env with render_mode="rgb_array"')
+            gym.logger.warn(
+                'render() called without a render_mode; make the env with render_mode="rgb_array"'
+            )
             return None
         if self._background is None:
             self._background = _background(self.config.add_walls)
