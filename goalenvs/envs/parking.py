@@ -247,7 +247,25 @@ def goal_reward(
     """The goal term ``-(|achieved - desired| . reward_weights) ** p`` over any leading batch shape."""
     # Multiply-then-sum rather than a matmul: BLAS may sum a batch in another order (or with FMA)
     # than one row, and a vector env's rewards must equal its single envs' to the bit.
-    return -np.power((np.abs(achieved_goal - desired_goal) * reward_weights).sum(axis=-1), p)
+    return -np.power(np.add.reduce(np.abs(achieved_goal - desired_goal) * reward_weights, axis=-1), p)
+
+
+def _float_array(x: Any) -> np.ndarray:
+    if type(x) is np.ndarray and x.dtype == np.float64:
+        return x
+    return np.asarray(x, dtype=np.float64)
+
+
+def _info_array(info: Any, key: str, batch_shape: tuple[int, ...]) -> np.ndarray:
+    """``info_values(info, key, batch_shape)``, with a shortcut for a step's own info dict."""
+    if type(info) is dict:
+        value = info.get(key)
+        if type(value) is np.ndarray:
+            if value.shape == batch_shape:
+                return value
+        elif not batch_shape and isinstance(value, (bool, int, float)):
+            return np.asarray(value)
+    return info_values(info, key, batch_shape)
 
 
 def _crashed(info: Any, batch_shape: tuple[int, ...]) -> np.ndarray:
@@ -255,7 +273,7 @@ def _crashed(info: Any, batch_shape: tuple[int, ...]) -> np.ndarray:
     # because silently reading a missing flag as False is how the crash penalty gets lost in relabelling.
     if info is None:
         return np.zeros(batch_shape, dtype=bool)
-    return info_values(info, "crashed", batch_shape).astype(bool)
+    return _info_array(info, "crashed", batch_shape).astype(bool)
 
 
 def compute_reward(
@@ -268,8 +286,8 @@ def compute_reward(
     p: float = 0.5,
 ) -> np.ndarray:
     """Goal term plus ``collision_reward`` where ``info["crashed"]`` (see :meth:`ParkingEnv.compute_reward`)."""
-    achieved_goal = np.asarray(achieved_goal, dtype=np.float64)
-    desired_goal = np.asarray(desired_goal, dtype=np.float64)
+    achieved_goal = _float_array(achieved_goal)
+    desired_goal = _float_array(desired_goal)
     reward = goal_reward(achieved_goal, desired_goal, reward_weights, p)
     crashed = _crashed(info, reward.shape)
     return reward + collision_reward * crashed
@@ -284,8 +302,8 @@ def compute_terminated(
     success_goal_reward: float,
 ) -> np.ndarray:
     """Success (goal term > ``-success_goal_reward``, with p = 0.5) or ``info["crashed"]``."""
-    achieved_goal = np.asarray(achieved_goal, dtype=np.float64)
-    desired_goal = np.asarray(desired_goal, dtype=np.float64)
+    achieved_goal = _float_array(achieved_goal)
+    desired_goal = _float_array(desired_goal)
     success = goal_reward(achieved_goal, desired_goal, reward_weights) > -success_goal_reward
     return success | _crashed(info, success.shape)
 
@@ -293,7 +311,7 @@ def compute_terminated(
 def compute_truncated(achieved_goal: Any, desired_goal: Any, info: Any, *, duration: float) -> np.ndarray:
     """Whether ``info["time"]`` (simulated seconds since reset) has reached ``duration``."""
     batch_shape = np.shape(achieved_goal)[:-1]
-    return np.asarray(info_values(info, "time", batch_shape) >= duration)
+    return np.asarray(_info_array(info, "time", batch_shape) >= duration)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -522,6 +540,9 @@ class ParkingBatch:
         self.obst_has_impact = np.zeros((n, self.k), dtype=bool)
         self._any_obst_impact = False
         self._goal_obs = np.zeros((n, OBS_DIM))
+        self._map_consts: dict[np.dtype, tuple[np.ndarray, ...]] = {}
+        # Lot 0's obstacles as Python floats for the single-lot broad phase; None when stale.
+        self._obstacle_rows: list[tuple[float, ...]] | None = None
 
     # ---------------------------------------------------------------------------- reset
     def reset(
@@ -563,6 +584,7 @@ class ParkingBatch:
             self.obst_sin[idx, :v] = np.sin(SPOT_HEADING[parked])
             self.obst_impact[idx] = 0.0
             self.obst_has_impact[idx] = False
+        self._obstacle_rows = None
         # The desired goal only changes here, so build its observation once.
         gh = goal[:, 2]
         zeros = np.zeros(m)
@@ -577,8 +599,13 @@ class ParkingBatch:
         ``Vehicle.velocity``. Values are float64, neither normalised nor clipped (highway-env's
         KinematicsGoal observation with ``normalize=False``).
         """
-        c, s = np.cos(self.heading), np.sin(self.heading)
-        obs = np.stack([self.x, self.y, self.speed * c, self.speed * s, c, s], axis=1)
+        if self.n == 1:  # the same products on scalars: one small array instead of a stack of six
+            heading, speed = self.heading[0], self.speed.item()
+            c, s = np.cos(heading), np.sin(heading)
+            obs = np.array([[self.x.item(), self.y.item(), speed * c, speed * s, c, s]])
+        else:
+            c, s = np.cos(self.heading), np.sin(self.heading)
+            obs = np.stack([self.x, self.y, self.speed * c, self.speed * s, c, s], axis=1)
         obs /= OBS_SCALES
         return {"observation": obs, "achieved_goal": obs.copy(), "desired_goal": self._goal_obs.copy()}
 
@@ -593,15 +620,15 @@ class ParkingBatch:
         speed grows by ``acceleration * dt``. Then collisions are checked against every obstacle.
         """
         c = self.config
-        # Clip, then map [-1, 1] to the ranges in the action's own dtype (a float32 action yields a
-        # float32 acceleration, as in highway-env, where it is later widened by float()).
-        action = np.clip(action, -1, 1)
-        accel = (-c.acceleration_range + (action[:, 0] - (-1)) * self._acc_slope).astype(np.float64)
-        steer = (-c.steering_range + (action[:, 1] - (-1)) * self._steer_slope).astype(np.float64)
+        mapped = self._map_action(action)
+        accel, steer = mapped[:, 0], mapped[:, 1]
         beta = np.arctan(1 / 2 * np.tan(steer))
         sin_beta = np.sin(beta)
         dt = self.dt
         self.time += self.time_step
+        if self.n == 1 and self._free_driving():
+            self._drive_one(accel.item(), beta[0], sin_beta[0])
+            return
 
         candidates = self._broad_phase() if self.k else None
         # Speed caps only bite once |speed| could pass 40 m/s during this action; skip them otherwise.
@@ -639,6 +666,7 @@ class ParkingBatch:
                 self.obst_impact[:] = 0.0
                 self.obst_has_impact[:] = False
                 self._any_obst_impact = False
+                self._obstacle_rows = None
             if candidates is not None and candidates[0].size:
                 if self._collide(candidates):
                     any_crashed = True
@@ -650,6 +678,76 @@ class ParkingBatch:
                         cand[candidates] = True
                         cand[pushed] = True
                         candidates = np.nonzero(cand)
+
+    def _map_action(self, action: np.ndarray) -> np.ndarray:
+        """Clip to [-1, 1] and map to ``[acceleration, steering]`` (float64, shape ``(n, 2)``).
+
+        The arithmetic runs in the action's own float dtype, as highway-env's ``lmap`` does on the
+        action it is given: a float32 action yields a float32-rounded acceleration and steering,
+        which highway-env later widens with ``float()``. ``lo + (a + 1) * (hi - lo) / 2`` with the
+        halving folded into the slope (exact: a power of two).
+        """
+        dtype = action.dtype if action.dtype.kind == "f" else np.dtype(np.float64)
+        consts = self._map_consts.get(dtype)
+        if consts is None:
+            c = self.config
+            lo = np.array([-c.acceleration_range, -c.steering_range], dtype=dtype)
+            slope = np.array([self._acc_slope, self._steer_slope], dtype=dtype)
+            consts = self._map_consts[dtype] = (np.ones(2, dtype), -np.ones(2, dtype), lo, slope)
+        one, minus_one, lo, slope = consts
+        clipped = np.minimum(np.maximum(action, minus_one), one)
+        return ((clipped + one) * slope + lo).astype(np.float64)
+
+    def _free_driving(self) -> bool:
+        """For a single lot: nothing but driving can happen in this action (no crash, push, speed cap
+        or obstacle within reach), so :meth:`_drive_one` may integrate it with scalars."""
+        if self.crashed[0] or self.has_impact[0] or self._any_obst_impact:
+            return False
+        speed = abs(self.speed.item())
+        if speed + self._max_speed_gain > MAX_SPEED:
+            return False
+        if not self.k:
+            return True
+        if self._obstacle_rows is None:
+            self._obstacle_rows = list(
+                zip(
+                    self.obst_x[0].tolist(),
+                    self.obst_y[0].tolist(),
+                    self.obst_cos[0].tolist(),
+                    self.obst_sin[0].tolist(),
+                    (self.obst_length / 2).tolist(),
+                    (self.obst_width / 2).tolist(),
+                    strict=True,
+                )
+            )
+        x, y = self.x.item(), self.y.item()
+        f = self.config.frames
+        # The same bound as _broad_phase, on Python floats.
+        reach = (
+            CAR_DIAGONAL / 2
+            + self.dt * ((f + 1) * speed + self._max_speed_gain * (f + 1) / 2)
+            + _BROAD_PHASE_MARGIN
+        )
+        for ox, oy, cos_o, sin_o, half_length, half_width in self._obstacle_rows:
+            dx, dy = ox - x, oy - y
+            if abs(dx * cos_o + dy * sin_o) - half_length <= reach and (
+                abs(dy * cos_o - dx * sin_o) - half_width <= reach
+            ):
+                return False
+        return True
+
+    def _drive_one(self, accel: float, beta: np.float64, sin_beta: np.float64) -> None:
+        """:meth:`simulate` for one lot in free driving, on scalars: the same operations in the same
+        order as the batched loop (numpy's ufuncs for the trigonometry), so the same bits, ~5x sooner."""
+        dt = self.dt
+        x, y, heading, speed = self.x.item(), self.y.item(), self.heading.item(), self.speed.item()
+        for _ in range(self.config.frames):
+            direction = heading + beta
+            x += speed * np.cos(direction) * dt
+            y += speed * np.sin(direction) * dt
+            heading += speed * sin_beta / (CAR_LENGTH / 2) * dt
+            speed += accel * dt
+        self.x[0], self.y[0], self.heading[0], self.speed[0] = x, y, heading, speed
 
     def _broad_phase(self) -> tuple[np.ndarray, np.ndarray]:
         """Pairs (lot, obstacle) that may touch during this action; the exact test runs on these only.
