@@ -565,6 +565,7 @@ class ParkingBatch:
         self.obst_impact = np.zeros((n, self.k, 2))
         self.obst_has_impact = np.zeros((n, self.k), dtype=bool)
         self._any_obst_impact = False
+        self._any_impact = False  # whether has_impact has any True (saves a reduction per step)
         self._goal_obs = np.zeros((n, OBS_DIM))
         self._map_consts: dict[np.dtype, tuple[np.ndarray, ...]] = {}
         # Lot 0's obstacles as Python floats for the single-lot broad phase; None when stale.
@@ -598,6 +599,7 @@ class ParkingBatch:
         self.crashed[idx] = False
         self.impact[idx] = 0.0
         self.has_impact[idx] = False
+        self._any_impact = bool(self.has_impact.any())
         self.time[idx] = 0.0
         self.goal[idx] = goal
         v = self.n_vehicles
@@ -650,25 +652,35 @@ class ParkingBatch:
         reset); they are integrated but not collision-checked, which is the costly part.
         """
         c = self.config
+        self.time += self.time_step
+        if self.n == 1 and self._free_driving():
+            self._drive_one(action[0])
+            return
         mapped = self._map_action(action)
         accel, steer = mapped[:, 0], mapped[:, 1]
         beta = np.arctan(1 / 2 * np.tan(steer))
         sin_beta = np.sin(beta)
         dt = self.dt
-        self.time += self.time_step
-        if self.n == 1 and self._free_driving():
-            self._drive_one(accel.item(), beta[0], sin_beta[0])
-            return
 
         candidates = self._broad_phase(skip) if self.k else None
         # Speed caps only bite once |speed| could pass 40 m/s during this action; skip them otherwise.
         cap_speed = float(np.abs(self.speed).max()) + self._max_speed_gain > MAX_SPEED
-        any_crashed = bool(self.crashed.any())
+        # Lots about to be reset are left to drive as they like: their crash handling is wasted work.
+        crashed = self.crashed
+        if skip is not None and skip.size:
+            crashed = crashed.copy()
+            crashed[skip] = False
+        any_crashed = bool(crashed.any())
         for _ in range(c.frames):
             if any_crashed:
-                beta = np.where(self.crashed, 0.0, beta)
-                sin_beta = np.where(self.crashed, 0.0, sin_beta)
-                accel = np.where(self.crashed, -1.0 * self.speed, accel)
+                if skip is not None and skip.size:
+                    crashed = self.crashed.copy()
+                    crashed[skip] = False
+                else:
+                    crashed = self.crashed
+                beta = np.where(crashed, 0.0, beta)
+                sin_beta = np.where(crashed, 0.0, sin_beta)
+                accel = np.where(crashed, -1.0 * self.speed, accel)
             if cap_speed:
                 # highway-env writes the capped value back into the held action, so a cap, once
                 # applied, carries over to the remaining integration steps of this action.
@@ -681,12 +693,13 @@ class ParkingBatch:
             direction = self.heading + beta
             self.x += self.speed * np.cos(direction) * dt
             self.y += self.speed * np.sin(direction) * dt
-            if self.has_impact.any():
+            if self._any_impact:
                 self.x += np.where(self.has_impact, self.impact[:, 0], 0.0)
                 self.y += np.where(self.has_impact, self.impact[:, 1], 0.0)
                 self.crashed |= self.has_impact
                 self.impact[:] = 0.0
                 self.has_impact[:] = False
+                self._any_impact = False
                 any_crashed = True
             self.heading += self.speed * sin_beta / (CAR_LENGTH / 2) * dt
             self.speed += accel * dt
@@ -723,6 +736,15 @@ class ParkingBatch:
         self.obst_corners[idx, :v] = corners
         self.obst_normals[idx, :v] = _edge_normals(corners)
 
+    def _map_consts_for(self, dtype: np.dtype) -> tuple[np.ndarray, ...]:
+        consts = self._map_consts.get(dtype)
+        if consts is None:
+            c = self.config
+            lo = np.array([-c.acceleration_range, -c.steering_range], dtype=dtype)
+            slope = np.array([self._acc_slope, self._steer_slope], dtype=dtype)
+            consts = self._map_consts[dtype] = (np.ones(2, dtype), -np.ones(2, dtype), lo, slope)
+        return consts
+
     def _map_action(self, action: np.ndarray) -> np.ndarray:
         """Clip to [-1, 1] and map to ``[acceleration, steering]`` (float64, shape ``(n, 2)``).
 
@@ -732,13 +754,7 @@ class ParkingBatch:
         halving folded into the slope (exact: a power of two).
         """
         dtype = action.dtype if action.dtype.kind == "f" else np.dtype(np.float64)
-        consts = self._map_consts.get(dtype)
-        if consts is None:
-            c = self.config
-            lo = np.array([-c.acceleration_range, -c.steering_range], dtype=dtype)
-            slope = np.array([self._acc_slope, self._steer_slope], dtype=dtype)
-            consts = self._map_consts[dtype] = (np.ones(2, dtype), -np.ones(2, dtype), lo, slope)
-        one, minus_one, lo, slope = consts
+        one, minus_one, lo, slope = self._map_consts_for(dtype)
         clipped = np.minimum(np.maximum(action, minus_one), one)
         return ((clipped + one) * slope + lo).astype(np.float64)
 
@@ -780,9 +796,20 @@ class ParkingBatch:
                 return False
         return True
 
-    def _drive_one(self, accel: float, beta: np.float64, sin_beta: np.float64) -> None:
+    def _drive_one(self, action: np.ndarray) -> None:
         """:meth:`simulate` for one lot in free driving, on scalars: the same operations in the same
-        order as the batched loop (numpy's ufuncs for the trigonometry), so the same bits, ~5x sooner."""
+        order as the batched path (numpy scalars of the action's dtype for the action mapping, numpy's
+        ufuncs for the trigonometry), so the same bits, several times sooner."""
+        dtype = action.dtype if action.dtype.kind == "f" else np.dtype(np.float64)
+        one, minus_one, lo, slope = self._map_consts_for(dtype)
+        mapped = []
+        for i in range(2):
+            a = dtype.type(action[i])
+            clipped = min(max(a, minus_one[i]), one[i])
+            mapped.append(float((clipped + one[i]) * slope[i] + lo[i]))
+        accel, steer = mapped
+        beta = np.arctan(1 / 2 * np.tan(steer))
+        sin_beta = np.sin(beta)
         dt = self.dt
         x, y, heading, speed = self.x.item(), self.y.item(), self.heading.item(), self.speed.item()
         for _ in range(self.config.frames):
@@ -854,6 +881,7 @@ class ParkingBatch:
             last = np.append(lot_w[1:] != lot_w[:-1], True)
             self.impact[lot_w[last]] = t_w[last] * self.obst_push_share[k_w[last], None]
             self.has_impact[lot_w[last]] = True
+            self._any_impact = True
             car = k_w < self.n_vehicles
             if car.any():
                 self.obst_impact[lot_w[car], k_w[car]] = -t_w[car] / 2
