@@ -90,6 +90,7 @@ def _spot_geometry() -> tuple[np.ndarray, ...]:
 
 
 SPOT_START, SPOT_DIRECTION, SPOT_LATERAL, SPOT_HEADING, SPOT_CENTRE = _spot_geometry()
+SPOT_POSE = np.column_stack([SPOT_CENTRE, SPOT_HEADING])  # (x, y, heading) of a car parked in each spot
 
 # The four walls, in the order highway-env adds them (bottom, top, left, right): centre x, y, heading,
 # length, width. The order matters: when the car is about to hit two things, the last one's push wins.
@@ -480,8 +481,8 @@ def sample_scenes(
     n = len(rngs)
     rows = np.arange(n)
     if ego_pose is None:
-        heading = 2.0 * np.pi * np.array([rng.uniform() for rng in rngs])
-        ego_pose = np.stack([np.zeros(n), np.zeros(n), heading], axis=1)
+        ego_pose = np.zeros((n, 3))
+        ego_pose[:, 2] = 2.0 * np.pi * np.array([rng.uniform() for rng in rngs])
     free = np.ones((n, N_SPOTS), dtype=bool)
     ego_spot = closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])
     free[rows, ego_spot] = False
@@ -500,7 +501,7 @@ def sample_scenes(
             parked_draws[i, j] = rng.integers(0, n_free[i] - j)
     if goal_draw is not None:
         goal_spot = _kth_free(free, goal_draw)
-        goal_pose = np.concatenate([SPOT_CENTRE[goal_spot], SPOT_HEADING[goal_spot, None]], axis=1)
+        goal_pose = SPOT_POSE[goal_spot]
     free[rows, goal_spot] = False
     parked = np.empty((n, vehicles_count), dtype=np.intp)
     for j in range(vehicles_count):  # a loop over cars (<= 26), each batched over lots
@@ -594,14 +595,15 @@ class ParkingBatch:
             ego_pose = None if ego_pose is None else ego_pose[idx]
             goal_pose = None if goal_pose is None else goal_pose[idx]
         ego, goal, parked = sample_scenes(rngs, self.n_vehicles, ego_pose, goal_pose)
-        self.x[idx], self.y[idx], self.heading[idx] = ego[:, 0], ego[:, 1], ego[:, 2]
+        self.x[idx], self.y[idx], self.heading[idx] = ego.T
         self.speed[idx] = 0.0
         self.crashed[idx] = False
-        self.impact[idx] = 0.0
-        self.has_impact[idx] = False
-        self._any_impact = bool(self.has_impact.any())
         self.time[idx] = 0.0
         self.goal[idx] = goal
+        if self._any_impact:
+            self.impact[idx] = 0.0
+            self.has_impact[idx] = False
+            self._any_impact = bool(self.has_impact.any())
         v = self.n_vehicles
         if v:
             self.parked_spots[idx] = parked
@@ -615,10 +617,12 @@ class ParkingBatch:
             self.obst_has_impact[idx] = False
         self._obstacle_rows = None
         # The desired goal only changes here, so build its observation once.
-        gh = goal[:, 2]
-        zeros = np.zeros(m)
-        self._goal_obs[idx] = np.stack([goal[:, 0], goal[:, 1], zeros, zeros, np.cos(gh), np.sin(gh)], 1)
-        self._goal_obs[idx] /= OBS_SCALES
+        goal_obs = np.zeros((m, OBS_DIM))
+        goal_obs[:, :2] = goal[:, :2]
+        goal_obs[:, 4] = np.cos(goal[:, 2])
+        goal_obs[:, 5] = np.sin(goal[:, 2])
+        goal_obs /= OBS_SCALES
+        self._goal_obs[idx] = goal_obs
 
     # ---------------------------------------------------------------------------- observation
     def observe(self) -> dict[str, np.ndarray]:
