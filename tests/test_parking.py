@@ -15,7 +15,7 @@ from goalenvs.envs.parking import (
     SPOT_HEADING,
     ParkingEnv,
     ParkingVectorEnv,
-    sat_collision,
+    box_collision,
 )
 
 HIGHWAY = importlib.util.find_spec("highway_env") is not None
@@ -404,20 +404,60 @@ def test_bad_reset_options_and_actions():
 # ------------------------------------------------------------------------------ geometry, render
 
 
-def test_sat_collision_on_simple_boxes():
-    def box(x, y, h, length, width):
-        c, s = np.cos(h), np.sin(h)
-        pts = np.array([[-length, -width], [-length, width], [length, width], [length, -width]]) / 2
-        return pts @ np.array([[c, s], [-s, c]]) + [x, y]
-
-    a = np.stack([box(0, 0, 0, 4, 2), box(0, 0, 0, 4, 2), box(0, 0, 0.3, 4, 2)])
-    b = np.stack([box(3, 0, 0, 4, 2), box(4.5, 0, 0, 4, 2), box(10, 0, 0, 4, 2)])
-    intersecting, will, translation = sat_collision(a, b, np.array([[0, 0], [1.0, 0], [0, 0]]))
+def test_box_collision_on_simple_boxes():
+    # Car (5 x 2) at the origin facing +x; obstacles: a 5 x 2 box overlapping it by 1 m, one 0.5 m
+    # ahead of it that the car reaches this step, one far away.
+    rx = -np.array([4.0, 5.5, 20.0])
+    out = box_collision(
+        rx,
+        np.zeros(3),
+        np.zeros(3),
+        np.array([0.0, 1.0, 0.0]),
+        np.ones(3),
+        np.zeros(3),
+        np.full(3, 2.5),
+        np.ones(3),
+    )
+    intersecting, will, translation = out
     np.testing.assert_array_equal(intersecting, [True, False, False])
     np.testing.assert_array_equal(will, [True, True, False])
-    np.testing.assert_allclose(translation[0], [-1.0, 0.0], atol=1e-12)  # pushed back out, along x
-    np.testing.assert_allclose(translation[1], [-0.5, 0.0], atol=1e-12)
-    np.testing.assert_array_equal(translation[2], [0.0, 0.0])
+    np.testing.assert_allclose(translation, [[-1.0, 0.0], [-0.5, 0.0], [0.0, 0.0]], atol=1e-12)
+
+
+@needs_highway
+def test_box_collision_matches_highway_polygon_test():
+    """The centre-and-extent form agrees with highway-env's corner-based test on random pairs."""
+    from highway_env import utils
+    from highway_env.vehicle.objects import Obstacle
+
+    rng = np.random.default_rng(0)
+    n = 400
+    heading = rng.uniform(-np.pi, np.pi, n)
+    travel = rng.uniform(-2.0, 2.0, n)
+    heading_o = rng.choice([0.0, np.pi / 2, -np.pi / 2, 0.7], n)
+    size_o = rng.choice([0, 1], n)  # a parked car or a wall
+    half_length = np.where(size_o, 35.0, 2.5)
+    half_width = np.where(size_o, 0.5, 1.0)
+    rx = rng.uniform(-6, 6, n)
+    ry = rng.uniform(-4, 4, n)
+    got = box_collision(
+        rx, ry, heading, travel, np.cos(heading_o), np.sin(heading_o), half_length, half_width
+    )
+    seen = set()
+    for i in range(n):
+        car = Obstacle(None, [rx[i], ry[i]], heading=heading[i])
+        car.LENGTH, car.WIDTH = 5.0, 2.0
+        obstacle = Obstacle(None, [0.0, 0.0], heading=heading_o[i])
+        obstacle.LENGTH, obstacle.WIDTH = 2 * half_length[i], 2 * half_width[i]
+        displacement = travel[i] * np.array([np.cos(heading[i]), np.sin(heading[i])])
+        intersecting, will, translation = utils.are_polygons_intersecting(
+            car.polygon(), obstacle.polygon(), displacement, np.zeros(2)
+        )
+        assert (got[0][i], got[1][i]) == (intersecting, will), i
+        if will:
+            np.testing.assert_allclose(got[2][i], translation, atol=1e-9, err_msg=str(i))
+        seen.add((intersecting, will))
+    assert seen == {(True, True), (False, True), (False, False)}
 
 
 def test_rgb_array_render_draws_the_scene():

@@ -320,91 +320,89 @@ def compute_truncated(achieved_goal: Any, desired_goal: Any, info: Any, *, durat
 # --------------------------------------------------------------------------------------------------
 
 
-def rectangle_corners(
-    x: np.ndarray, y: np.ndarray, heading: np.ndarray, length: np.ndarray, width: np.ndarray
-) -> np.ndarray:
-    """Corners ``(..., 4, 2)`` of rectangles centred at (x, y), in highway-env's corner order.
-
-    Corner order (rear-right, rear-left, front-left, front-right in the body frame) and arithmetic
-    (rotate, then translate) follow ``RoadObject.polygon`` so that edge normals agree to the last bit.
-    """
-    hl = np.multiply.outer(length / 2, np.array([-1.0, -1.0, 1.0, 1.0]))
-    hw = np.multiply.outer(width / 2, np.array([-1.0, 1.0, 1.0, -1.0]))
-    c = np.cos(heading)[..., None]
-    s = np.sin(heading)[..., None]
-    cx = c * hl + -s * hw + x[..., None]
-    cy = s * hl + c * hw + y[..., None]
-    return np.stack([cx, cy], axis=-1)
+# highway-env tests the 4 edge normals of the car, then the 4 of the obstacle, in this order: for a
+# rectangle with direction e (and left normal e_perp) its corner order gives [-e, +e_perp, +e, -e_perp].
+# Axis i is SIGN[i] times base direction BASE[i] of [e, e_perp, u, u_perp] (u: the obstacle's direction).
+_AXIS_BASE = np.array([0, 1, 0, 1, 2, 3, 2, 3])
+_AXIS_SIGN = np.array([-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0])
 
 
-_NEXT_CORNER = np.array([1, 2, 3, 0])
-# The car's corners in its own frame, in highway-env's order (RoadObject.polygon).
-_CAR_HL = np.array([-1.0, -1.0, 1.0, 1.0]) * (CAR_LENGTH / 2)
-_CAR_HW = np.array([-1.0, 1.0, 1.0, -1.0]) * (CAR_WIDTH / 2)
-
-
-def _edge_normals(corners: np.ndarray) -> np.ndarray:
-    """Unit normals ``(..., 4, 2)`` of the edges p_i -> p_{i+1} of closed polygons (``[-dy, dx] / |.|``)."""
-    edge = corners[..., _NEXT_CORNER, :] - corners
-    normal = np.stack([-edge[..., 1], edge[..., 0]], axis=-1)
-    return normal / np.sqrt((normal**2).sum(axis=-1, keepdims=True))
-
-
-def sat_collision(
-    corners_a: np.ndarray, corners_b: np.ndarray, displacement_a: np.ndarray
+def box_collision(
+    rx: np.ndarray,
+    ry: np.ndarray,
+    heading: np.ndarray,
+    travel: np.ndarray,
+    cos_o: np.ndarray,
+    sin_o: np.ndarray,
+    half_length_o: np.ndarray,
+    half_width_o: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """highway-env's ``are_polygons_intersecting`` for batches of convex quadrilaterals.
+    """highway-env's ``are_polygons_intersecting`` for the car against obstacles, over a batch of pairs.
 
-    ``corners_a``/``corners_b``: ``(M, 4, 2)``; ``displacement_a``: ``(M, 2)``, the distance ``a``
-    covers in one integration step (``b`` is static: walls and parked cars do not move).
+    ``rx, ry``: the car's centre minus the obstacle's; ``heading``: the car's; ``travel``: its signed
+    speed times dt (it moves by ``travel * (cos, sin)(heading)`` in one step; obstacles are static);
+    ``cos_o, sin_o``: the obstacle's direction; ``half_length_o, half_width_o``: its half sizes.
 
-    Returns ``intersecting`` (M,), ``will_intersect`` (M,) (``a`` swept by its displacement would
-    overlap ``b`` on every tested axis) and ``translation`` (M, 2), the push that separates ``a`` from
-    ``b`` along the axis of least overlap (zero where ``will_intersect`` is False).
+    Returns ``intersecting``, ``will_intersect`` (overlap once the car's interval is swept along its
+    displacement, on every axis) and ``translation`` (M, 2), the push out of the obstacle along the axis
+    of least overlap (zero where ``will_intersect`` is False).
 
-    The axes are the 4 edge normals of ``a`` then of ``b``. highway-env walks them in that order,
-    keeping the first axis of smallest ``|distance|``; ``argmin`` keeps the first minimum too.
+    Same separating-axis test as highway-env, on the same 8 axes in the same order (the first axis of
+    smallest ``|distance|`` wins), but each rectangle's projection is its centre's plus or minus its
+    half extent, ``|n . e| L/2 + |n . e_perp| W/2``, instead of the min and max over its 4 rotated
+    corners: the same intervals up to rounding (1e-15 m), for a fraction of the array work.
     """
-    return _sat(corners_a, _edge_normals(corners_a), corners_b, _edge_normals(corners_b), displacement_a)
-
-
-def _sat(
-    corners_a: np.ndarray,
-    normals_a: np.ndarray,
-    corners_b: np.ndarray,
-    normals_b: np.ndarray,
-    displacement_a: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`sat_collision` with the edge normals given (obstacles' are computed once, not per step)."""
-    m = len(corners_a)
-    axes = np.concatenate([normals_a, normals_b], axis=1)  # (M, 8, 2): a's normals, then b's
-    # Corner-major layout (corner, pair, axis): the min/max over corners then reduce a leading axis,
-    # which numpy does ~10x faster than a short trailing one. Dot products are written out (not
-    # einsum/matmul) so each pair's arithmetic is the same in any batch.
-    px = np.concatenate([corners_a[..., 0].T, corners_b[..., 0].T])[:, :, None]  # (8, M, 1)
-    py = np.concatenate([corners_a[..., 1].T, corners_b[..., 1].T])[:, :, None]
-    proj = axes[..., 0] * px + axes[..., 1] * py  # (8, M, 8)
-    min_a, max_a = proj[:4].min(axis=0), proj[:4].max(axis=0)
-    min_b, max_b = proj[4:].min(axis=0), proj[4:].max(axis=0)
-    intersecting = ~(np.where(min_a < min_b, min_b - max_a, min_a - max_b) > 0).any(axis=1)
-    # Sweep a's interval along its displacement, as highway-env does, before measuring again
-    # (adding the zero of the other side leaves it unchanged, so no branch is needed).
-    velocity_projection = (
-        axes[..., 0] * displacement_a[:, 0, None] + axes[..., 1] * displacement_a[:, 1, None]
+    c, s = np.cos(heading), np.sin(heading)
+    du = c * cos_o + s * sin_o  # e . u
+    dv = s * cos_o - c * sin_o  # e . u_perp
+    adu, adv = np.abs(du), np.abs(dv)
+    zeros, ones = np.zeros_like(c), np.ones_like(c)
+    # Per base direction [e, e_perp, u, u_perp]: the centre gap's projection, both half extents, and
+    # the displacement's projection (per unit of travel).
+    base_x = np.stack([c, -s, cos_o, -sin_o], axis=1)
+    base_y = np.stack([s, c, sin_o, cos_o], axis=1)
+    centre = rx[:, None] * base_x + ry[:, None] * base_y
+    half_a = np.stack(
+        [
+            ones * (CAR_LENGTH / 2),
+            ones * (CAR_WIDTH / 2),
+            adu * (CAR_LENGTH / 2) + adv * (CAR_WIDTH / 2),
+            adv * (CAR_LENGTH / 2) + adu * (CAR_WIDTH / 2),
+        ],
+        axis=1,
     )
+    half_b = np.stack(
+        [
+            adu * half_length_o + adv * half_width_o,
+            adv * half_length_o + adu * half_width_o,
+            half_length_o * ones,
+            half_width_o * ones,
+        ],
+        axis=1,
+    )
+    along = np.stack([ones, zeros, du, dv], axis=1)
+    centre = centre[:, _AXIS_BASE] * _AXIS_SIGN  # (M, 8)
+    half_a, half_b = half_a[:, _AXIS_BASE], half_b[:, _AXIS_BASE]
+    velocity_projection = travel[:, None] * (along[:, _AXIS_BASE] * _AXIS_SIGN)
+    min_a, max_a = centre - half_a, centre + half_a
+    min_b, max_b = -half_b, half_b
+    intersecting = ~(np.where(min_a < min_b, min_b - max_a, min_a - max_b) > 0).any(axis=1)
+    # Sweep the car's interval along its displacement, as highway-env does, then measure again
+    # (adding the zero of the other side leaves it unchanged, so no branch is needed).
     min_a = min_a + np.minimum(velocity_projection, 0.0)
     max_a = max_a + np.maximum(velocity_projection, 0.0)
     distance = np.where(min_a < min_b, min_b - max_a, min_a - max_b)
     will_intersect = ~(distance > 0).any(axis=1)
-    translation = np.zeros((m, 2))
+    translation = np.zeros((len(distance), 2))
     hit = np.flatnonzero(will_intersect)
     if hit.size:
         gap = np.abs(distance[hit])
         best = np.argmin(gap, axis=1)
-        axis = axes[hit, best]
-        centre_gap = corners_a[hit].mean(axis=1) - corners_b[hit].mean(axis=1)
-        towards_a = centre_gap[:, 0] * axis[:, 0] + centre_gap[:, 1] * axis[:, 1] > 0
-        axis = np.where(towards_a[:, None], axis, -axis)
+        base, sign = _AXIS_BASE[best], _AXIS_SIGN[best]
+        axis = np.stack([base_x[hit, base], base_y[hit, base]], axis=1) * sign[:, None]
+        # Push the car away from the obstacle: the axis's sign follows the centre gap.
+        towards_car = rx[hit] * axis[:, 0] + ry[hit] * axis[:, 1] > 0
+        axis = np.where(towards_car[:, None], axis, -axis)
         translation[hit] = gap[np.arange(hit.size), best, None] * axis
     return intersecting, will_intersect, translation
 
@@ -556,11 +554,6 @@ class ParkingBatch:
             np.concatenate([np.zeros((n, v)), np.broadcast_to(walls[:, col], (n, len(walls)))], axis=1)
             for col in range(3)
         )
-        # Obstacles' corners and edge normals, kept rather than rebuilt at every collision test.
-        self.obst_corners = rectangle_corners(
-            self.obst_x, self.obst_y, self.obst_heading, self.obst_length, self.obst_width
-        )
-        self.obst_normals = _edge_normals(self.obst_corners)
         self.obst_cos = np.cos(self.obst_heading)
         self.obst_sin = np.sin(self.obst_heading)
         self.obst_impact = np.zeros((n, self.k, 2))
@@ -612,7 +605,6 @@ class ParkingBatch:
             self.obst_heading[idx, :v] = SPOT_HEADING[parked]
             self.obst_cos[idx, :v] = np.cos(SPOT_HEADING[parked])
             self.obst_sin[idx, :v] = np.sin(SPOT_HEADING[parked])
-            self._update_parked_shapes(idx)
             self.obst_impact[idx] = 0.0
             self.obst_has_impact[idx] = False
         self._obstacle_rows = None
@@ -714,7 +706,6 @@ class ParkingBatch:
                 self.obst_has_impact[:] = False
                 self._any_obst_impact = False
                 self._obstacle_rows = None
-                self._update_parked_shapes(np.arange(self.n))
             if candidates is not None and candidates[0].size:
                 if self._collide(candidates):
                     any_crashed = True
@@ -726,19 +717,6 @@ class ParkingBatch:
                         cand[candidates] = True
                         cand[pushed] = True
                         candidates = np.nonzero(cand)
-
-    def _update_parked_shapes(self, idx: np.ndarray) -> None:
-        """Recompute the parked cars' corners and normals of lots ``idx`` from their poses."""
-        v = self.n_vehicles
-        corners = rectangle_corners(
-            self.obst_x[idx, :v],
-            self.obst_y[idx, :v],
-            self.obst_heading[idx, :v],
-            self.obst_length[:v],
-            self.obst_width[:v],
-        )
-        self.obst_corners[idx, :v] = corners
-        self.obst_normals[idx, :v] = _edge_normals(corners)
 
     def _map_consts_for(self, dtype: np.dtype) -> tuple[np.ndarray, ...]:
         consts = self._map_consts.get(dtype)
@@ -852,28 +830,32 @@ class ParkingBatch:
         Returns whether any pair intersects or will intersect (a crash now, or a push pending).
         """
         lot, k = pairs
-        x, y, heading, speed = self.x[lot], self.y[lot], self.heading[lot], self.speed[lot]
-        ox, oy = self.obst_x[lot, k], self.obst_y[lot, k]
+        heading, speed = self.heading[lot], self.speed[lot]
+        rx, ry = self.x[lot] - self.obst_x[lot, k], self.y[lot] - self.obst_y[lot, k]
         # highway-env's quick test first: centres farther apart than the half diagonals plus this
         # step's travel (signed speed, as there) never collide.
-        dx, dy = ox - x, oy - y
-        gap = np.sqrt(dx**2 + dy**2)
+        gap = np.sqrt(rx**2 + ry**2)
         close = ~(gap > (CAR_DIAGONAL + self.obst_diagonal[k]) / 2 + speed * self.dt)
-        if not close.any():
-            return False
-        lot, k = lot[close], k[close]
-        heading, speed = heading[close], speed[close]
-        c, s = np.cos(heading)[:, None], np.sin(heading)[:, None]
-        corners_a = np.stack(
-            [c * _CAR_HL + -s * _CAR_HW + x[close, None], s * _CAR_HL + c * _CAR_HW + y[close, None]], axis=-1
-        )
-        displacement = np.concatenate([speed[:, None] * c, speed[:, None] * s], axis=1) * self.dt
-        intersecting, will, translation = _sat(
-            corners_a,
-            _edge_normals(corners_a),
-            self.obst_corners[lot, k],
-            self.obst_normals[lot, k],
-            displacement,
+        if not close.all():
+            if not close.any():
+                return False
+            lot, k, heading, speed, rx, ry = (
+                lot[close],
+                k[close],
+                heading[close],
+                speed[close],
+                rx[close],
+                ry[close],
+            )
+        intersecting, will, translation = box_collision(
+            rx,
+            ry,
+            heading,
+            speed * self.dt,
+            self.obst_cos[lot, k],
+            self.obst_sin[lot, k],
+            self.obst_length[k] / 2,
+            self.obst_width[k] / 2,
         )
         if not (intersecting.any() or will.any()):
             return False
