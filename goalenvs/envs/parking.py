@@ -353,57 +353,41 @@ def box_collision(
     corners: the same intervals up to rounding (1e-15 m), for a fraction of the array work.
     """
     c, s = np.cos(heading), np.sin(heading)
-    du = c * cos_o + s * sin_o  # e . u
-    dv = s * cos_o - c * sin_o  # e . u_perp
-    adu, adv = np.abs(du), np.abs(dv)
-    zeros, ones = np.zeros_like(c), np.ones_like(c)
-    # Per base direction [e, e_perp, u, u_perp]: the centre gap's projection, both half extents, and
-    # the displacement's projection (per unit of travel).
-    base_x = np.stack([c, -s, cos_o, -sin_o], axis=1)
-    base_y = np.stack([s, c, sin_o, cos_o], axis=1)
-    centre = rx[:, None] * base_x + ry[:, None] * base_y
-    half_a = np.stack(
-        [
-            ones * (CAR_LENGTH / 2),
-            ones * (CAR_WIDTH / 2),
-            adu * (CAR_LENGTH / 2) + adv * (CAR_WIDTH / 2),
-            adv * (CAR_LENGTH / 2) + adu * (CAR_WIDTH / 2),
-        ],
-        axis=1,
-    )
-    half_b = np.stack(
-        [
-            adu * half_length_o + adv * half_width_o,
-            adv * half_length_o + adu * half_width_o,
-            half_length_o * ones,
-            half_width_o * ones,
-        ],
-        axis=1,
-    )
-    along = np.stack([ones, zeros, du, dv], axis=1)
-    centre = centre[:, _AXIS_BASE] * _AXIS_SIGN  # (M, 8)
-    half_a, half_b = half_a[:, _AXIS_BASE], half_b[:, _AXIS_BASE]
-    velocity_projection = travel[:, None] * (along[:, _AXIS_BASE] * _AXIS_SIGN)
-    min_a, max_a = centre - half_a, centre + half_a
-    min_b, max_b = -half_b, half_b
-    intersecting = ~(np.where(min_a < min_b, min_b - max_a, min_a - max_b) > 0).any(axis=1)
-    # Sweep the car's interval along its displacement, as highway-env does, then measure again
-    # (adding the zero of the other side leaves it unchanged, so no branch is needed).
-    min_a = min_a + np.minimum(velocity_projection, 0.0)
-    max_a = max_a + np.maximum(velocity_projection, 0.0)
-    distance = np.where(min_a < min_b, min_b - max_a, min_a - max_b)
-    will_intersect = ~(distance > 0).any(axis=1)
-    translation = np.zeros((len(distance), 2))
+    # The 4 base directions [e, e_perp, u, u_perp] (rows), over the pairs (columns).
+    base_x = np.stack([c, -s, cos_o, -sin_o])
+    base_y = np.stack([s, c, sin_o, cos_o])
+    centre = rx * base_x + ry * base_y  # the centre gap's projection on each
+    along = c * base_x + s * base_y  # e . b: also the car's displacement per unit of travel
+    half_a = np.abs(along) * (CAR_LENGTH / 2) + np.abs(c * base_y - s * base_x) * (CAR_WIDTH / 2)
+    half_b = np.abs(cos_o * base_x + sin_o * base_y) * half_length_o + np.abs(
+        cos_o * base_y - sin_o * base_x
+    ) * (half_width_o)
+    reach = half_a + half_b
+    # An axis and its opposite separate alike, so the 4 directions decide both flags: apart on one
+    # when the centres' gap exceeds the half extents (the car's swept by half its displacement).
+    intersecting = (np.abs(centre) <= reach).all(axis=0)
+    sweep = (travel / 2) * along
+    will_intersect = (np.abs(centre + sweep) <= reach + np.abs(sweep)).all(axis=0)
+    translation = np.zeros((len(rx), 2))
     hit = np.flatnonzero(will_intersect)
     if hit.size:
-        gap = np.abs(distance[hit])
-        best = np.argmin(gap, axis=1)
-        base, sign = _AXIS_BASE[best], _AXIS_SIGN[best]
-        axis = np.stack([base_x[hit, base], base_y[hit, base]], axis=1) * sign[:, None]
+        # The push needs highway-env's signed distances on its 8 axes (an axis and its opposite
+        # can measure the overlap from different ends): expand the hits to them.
+        sign = _AXIS_SIGN[:, None]
+        rows = np.stack([centre, half_a, half_b, along])[:, _AXIS_BASE[:, None], hit]  # (4, 8, H)
+        centre8, half_a8, half_b8 = rows[0] * sign, rows[1], rows[2]
+        projection = (travel[hit] * rows[3]) * sign
+        min_a = centre8 - half_a8 + np.minimum(projection, 0.0)
+        max_a = centre8 + half_a8 + np.maximum(projection, 0.0)
+        distance = np.abs(np.where(min_a < -half_b8, -half_b8 - max_a, min_a - half_b8))
+        best = np.argmin(distance, axis=0)  # the first axis of least overlap, as highway-env
+        columns = np.arange(hit.size)
+        base, axis_sign = _AXIS_BASE[best], _AXIS_SIGN[best]
+        axis = np.stack([base_x[base, hit], base_y[base, hit]], axis=1) * axis_sign[:, None]
         # Push the car away from the obstacle: the axis's sign follows the centre gap.
         towards_car = rx[hit] * axis[:, 0] + ry[hit] * axis[:, 1] > 0
         axis = np.where(towards_car[:, None], axis, -axis)
-        translation[hit] = gap[np.arange(hit.size), best, None] * axis
+        translation[hit] = distance[best, columns, None] * axis
     return intersecting, will_intersect, translation
 
 
