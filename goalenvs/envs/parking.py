@@ -643,6 +643,7 @@ class ParkingBatch:
         dt = self.dt
 
         candidates = self._broad_phase(skip) if self.k else None
+        pair_data: tuple[np.ndarray, ...] | None = None
         # Speed caps only bite once |speed| could pass 40 m/s during this action; skip them otherwise.
         cap_speed = float(np.abs(self.speed).max()) + self._max_speed_gain > MAX_SPEED
         # Lots about to be reset are left to drive as they like: their crash handling is wasted work.
@@ -690,8 +691,11 @@ class ParkingBatch:
                 self.obst_has_impact[:] = False
                 self._any_obst_impact = False
                 self._obstacle_rows = None
+                pair_data = None  # the gathered obstacle positions are stale
             if candidates is not None and candidates[0].size:
-                if self._collide(candidates):
+                if pair_data is None:
+                    pair_data = self._pair_data(candidates)
+                if self._collide(pair_data):
                     any_crashed = True
                     # A push moves a car by more than the broad phase allowed for: from now on test
                     # every obstacle of the lots that were pushed.
@@ -701,6 +705,7 @@ class ParkingBatch:
                         cand[candidates] = True
                         cand[pushed] = True
                         candidates = np.nonzero(cand)
+                        pair_data = None
 
     def _map_consts_for(self, dtype: np.dtype) -> tuple[np.ndarray, ...]:
         consts = self._map_consts.get(dtype)
@@ -808,50 +813,66 @@ class ParkingBatch:
             near[skip] = False
         return np.nonzero(near)
 
-    def _collide(self, pairs: tuple[np.ndarray, np.ndarray]) -> bool:
-        """highway-env's ``handle_collisions`` for the ego against the obstacles in ``pairs``.
-
-        Returns whether any pair intersects or will intersect (a crash now, or a push pending).
-        """
+    def _pair_data(self, pairs: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, ...]:
+        """The obstacle side of the candidate pairs, gathered once per action (obstacles only move
+        when pushed, and then this is rebuilt)."""
         lot, k = pairs
-        heading, speed = self.heading[lot], self.speed[lot]
-        rx, ry = self.x[lot] - self.obst_x[lot, k], self.y[lot] - self.obst_y[lot, k]
-        # highway-env's quick test first: centres farther apart than the half diagonals plus this
-        # step's travel (signed speed, as there) never collide.
-        gap = np.sqrt(rx**2 + ry**2)
-        close = ~(gap > (CAR_DIAGONAL + self.obst_diagonal[k]) / 2 + speed * self.dt)
-        if not close.all():
-            if not close.any():
-                return False
-            lot, k, heading, speed, rx, ry = (
-                lot[close],
-                k[close],
-                heading[close],
-                speed[close],
-                rx[close],
-                ry[close],
-            )
-        intersecting, will, translation = box_collision(
-            rx,
-            ry,
-            heading,
-            speed * self.dt,
+        return (
+            lot,
+            k,
+            self.obst_x[lot, k],
+            self.obst_y[lot, k],
             self.obst_cos[lot, k],
             self.obst_sin[lot, k],
             self.obst_length[k] / 2,
             self.obst_width[k] / 2,
+            (CAR_DIAGONAL + self.obst_diagonal[k]) / 2,
         )
-        if not (intersecting.any() or will.any()):
+
+    def _collide(self, pair_data: tuple[np.ndarray, ...]) -> bool:
+        """highway-env's ``handle_collisions`` for the ego against the obstacles of the candidate pairs.
+
+        Returns whether any pair will intersect (a push pending; an intersecting pair always will).
+        """
+        lot, k, ox, oy, cos_o, sin_o, half_length, half_width, radii = pair_data
+        heading, speed = self.heading[lot], self.speed[lot]
+        rx, ry = self.x[lot] - ox, self.y[lot] - oy
+        # highway-env's quick test first: centres farther apart than the half diagonals plus this
+        # step's travel (signed speed, as there) never collide.
+        travel = speed * self.dt
+        close = ~(np.sqrt(rx**2 + ry**2) > radii + travel)
+        if not close.all():
+            if not close.any():
+                return False
+            lot, k, heading, travel, rx, ry = (
+                lot[close],
+                k[close],
+                heading[close],
+                travel[close],
+                rx[close],
+                ry[close],
+            )
+            cos_o, sin_o, half_length, half_width = (
+                cos_o[close],
+                sin_o[close],
+                half_length[close],
+                half_width[close],
+            )
+        intersecting, will, translation = box_collision(
+            rx, ry, heading, travel, cos_o, sin_o, half_length, half_width
+        )
+        if not will.any():  # the swept test contains the static one: no "will" means no contact
             return False
         self.crashed[lot[intersecting]] = True
-        if will.any():
-            lot_w, k_w, t_w = lot[will], k[will], translation[will]
-            # Each later obstacle overwrites the car's push (highway-env assigns, not adds): keep the
-            # last pair of each lot. Pairs come sorted by (lot, obstacle) from np.nonzero.
-            last = np.append(lot_w[1:] != lot_w[:-1], True)
-            self.impact[lot_w[last]] = t_w[last] * self.obst_push_share[k_w[last], None]
-            self.has_impact[lot_w[last]] = True
-            self._any_impact = True
+        lot_w, k_w, t_w = lot[will], k[will], translation[will]
+        # Each later obstacle overwrites the car's push (highway-env assigns, not adds): keep the
+        # last pair of each lot. Pairs come sorted by (lot, obstacle) from np.nonzero.
+        last = np.ones(len(lot_w), dtype=bool)
+        last[:-1] = lot_w[1:] != lot_w[:-1]
+        self.impact[lot_w[last]] = t_w[last] * self.obst_push_share[k_w[last], None]
+        self.has_impact[lot_w[last]] = True
+        self._any_impact = True
+        if self.n_vehicles:
             car = k_w < self.n_vehicles
             if car.any():
                 self.obst_impact[lot_w[car], k_w[car]] = -t_w[car] / 2
