@@ -4,10 +4,11 @@ The task is written once, as functions over a leading batch axis (kinematic bicy
 oriented-rectangle collision test, the observation, reward, success and episode-end flags, the random
 start); :class:`ParkingEnv` is the batch of one and :class:`ParkingVectorEnv` the batch of N.
 
-It reproduces highway-env 1.12's ``parking-v0`` number for number: the same lot, car, action mapping,
-integration order, collision rule (including its "will intersect next step" impulse), goal sampling,
-observation scaling, reward, success, crash and truncation rules, and, for a single environment, the
-same random draws, so ``reset(seed=s)`` gives the scene highway-env gives for ``reset(seed=s)``.
+It reproduces highway-env 1.12's ``parking-v0`` number for number (the collision test to rounding
+error): the same lot, car, action mapping, integration order, collision rule (including its "will
+intersect next step" push), goal sampling, observation scaling, reward, success, crash and truncation
+rules, and the same random draws: each lot draws from its own generator as highway-env draws from its
+``np_random``, so ``reset(seed=s)`` gives the scene highway-env gives for ``reset(seed=s)``.
 """
 
 from __future__ import annotations
@@ -30,10 +31,12 @@ __all__ = [
     "ParkingConfig",
     "ParkingEnv",
     "ParkingVectorEnv",
+    "box_collision",
     "compute_reward",
     "compute_terminated",
     "compute_truncated",
     "goal_reward",
+    "sample_scenes",
 ]
 
 # --------------------------------------------------------------------------------------------------
@@ -995,11 +998,14 @@ class ParkingEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
     ``simulation_frequency // policy_frequency`` integration steps (15 Hz / 5 Hz: 3 steps of 1/15 s).
 
     ## Observation Space
-    ``Dict`` of three ``Box(-inf, inf, (6,), float64)``: ``observation`` and ``achieved_goal`` are the
-    car's ``[x, y, vx, vy, cos(heading), sin(heading)]`` divided by ``[100, 100, 5, 5, 1, 1]``;
+    ``Dict`` of three ``Box((6,), float64)``: ``observation`` and ``achieved_goal`` are the car's
+    ``[x, y, vx, vy, cos(heading), sin(heading)]`` divided by ``[100, 100, 5, 5, 1, 1]``;
     ``desired_goal`` is the goal pose in the same form (speed 0). No normalisation or clipping, as
     highway-env's ``KinematicsGoal`` observation with ``normalize=False``. ``vx, vy`` is
-    ``speed * (cos h, sin h)`` (highway-env leaves the slip angle out of the velocity).
+    ``speed * (cos h, sin h)`` (highway-env leaves the slip angle out of the velocity). highway-env
+    declares ``(-inf, inf)`` bounds; these are finite (the farthest a car can get in ``duration``
+    seconds, and at most ``40 + acceleration_range / simulation_frequency`` m/s), which Gymnasium's
+    checker prefers; the values are the same.
 
     ## Rewards
     ``compute_reward(ag, dg, info, p=0.5) = -(|ag - dg| . reward_weights) ** p
