@@ -41,6 +41,14 @@ ENVS: tuple[EnvEntry, ...] = (
         # No max_episode_steps: the episode length is the `max_steps` argument (default n_bits), and
         # the env truncates itself so that `compute_truncated` can agree with `step`.
     ),
+    EnvEntry(
+        name="Parking-v0",
+        entry_point="goalenvs.envs.parking:ParkingEnv",
+        vector_entry_point="goalenvs.envs.parking:ParkingVectorEnv",
+        description="Park a car in a goal spot (highway-env's parking-v0, numerically the same, ~100x faster).",
+        # No max_episode_steps: the env truncates itself after `duration` simulated seconds (100 s:
+        # 500 steps), as highway-env does, so that `compute_truncated` can agree with `step`.
+    ),
 )
 
 
