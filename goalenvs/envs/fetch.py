@@ -73,6 +73,15 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 # Before 3.3.6 the full mj_forward also advanced the warm start, and must stay.
 _FORWARD_IS_STATELESS = _version_tuple(mujoco.__version__) >= (3, 3, 6)
 
+# Attributes that alias MjData memory (rebuilt by _bind_views after unpickling, never pickled).
+_VIEW_ATTRS = frozenset(
+    {
+        "_qpos", "_qvel", "_ctrl", "_site_xpos", "_anchor_pos", "_anchor_quat", "_mocap_pos_row",
+        "_mocap_quat_row", "_grip_xpos", "_obj_xpos", "_obj_xmat", "_finger_q", "_finger_v",
+        "_jac", "_jac_grip", "_jac_obj_p", "_jac_obj_r",
+    }
+)  # fmt: skip
+
 _ROBOT_BASE = {"robot0:slide1": 0.48, "robot0:slide2": 0.0}
 _OBJECT_NEAR = [1.25, 0.53, 0.4, 1.0, 0.0, 0.0, 0.0]
 
@@ -161,6 +170,8 @@ def goal_distance(goal_a: Any, goal_b: Any) -> FloatArray:
     if a.shape != b.shape:
         raise ValueError(f"goal shapes differ: {a.shape} vs {b.shape}")
     diff = a - b
+    if diff.ndim == 1:  # one goal (the per-step call): a single BLAS dot is the cheapest sum of squares
+        return np.sqrt(np.dot(diff, diff))
     # The same reduction as np.linalg.norm(axis=-1), without its dispatch overhead.
     return np.sqrt(np.add.reduce(diff * diff, axis=-1))
 
@@ -412,6 +423,7 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         self._camera: Any = None
 
         self.action_space = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
+        self._act_low, self._act_high = self.action_space.low.copy(), self.action_space.high.copy()
         obs_dim = 25 if self.has_object else 10
         self.observation_space = spaces.Dict(
             {
@@ -456,6 +468,8 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         ]
         self._finger_qadr = np.array([m.jnt_qposadr[j] for j in fingers], dtype=np.intp)
         self._finger_dadr = np.array([m.jnt_dofadr[j] for j in fingers], dtype=np.intp)
+        if np.any(np.diff(self._finger_qadr) != 1) or np.any(np.diff(self._finger_dadr) != 1):
+            raise ValueError("the finger joints (right, left) must be adjacent in qpos and qvel")
         self._mocap = int(m.body_mocapid[self._name2id(obj.mjOBJ_BODY, "robot0:mocap")])
         # Every weld between a mocap body and a robot body: the mocap is re-anchored on the body each step.
         weld = int(mujoco.mjtEq.mjEQ_WELD)
@@ -479,15 +493,28 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         self._act_qadr = np.array(
             [m.jnt_qposadr[m.actuator_trnid[i, 0]] for i in range(n_act)], dtype=np.intp
         )
+        self._act_all_relative = bool(np.all(self._act_relative))
         self._bind_views()
 
     def _bind_views(self) -> None:
-        """Cache numpy views of MjData (attribute access on MjData builds a new array each time)."""
+        """Cache numpy views of the MjData rows a step touches.
+
+        Every attribute access on MjData builds a new array object, and every numpy call costs about
+        a microsecond, so the step works on these views (they alias MjData's memory for its lifetime).
+        """
         d = self.data
         self._qpos, self._qvel, self._ctrl = d.qpos, d.qvel, d.ctrl
-        self._mocap_pos, self._mocap_quat = d.mocap_pos, d.mocap_quat
-        self._xpos, self._xquat = d.xpos, d.xquat
-        self._site_xpos, self._site_xmat = d.site_xpos, d.site_xmat
+        self._site_xpos = d.site_xpos
+        self._anchor_pos = d.xpos[self._welded_body]
+        self._anchor_quat = d.xquat[self._welded_body]
+        self._mocap_pos_row = d.mocap_pos[self._mocap_of_weld]
+        self._mocap_quat_row = d.mocap_quat[self._mocap_of_weld]
+        self._grip_xpos = d.site_xpos[self._grip_site]
+        self._obj_xpos = d.site_xpos[self._object_site] if self.has_object else None
+        self._obj_xmat = d.site_xmat[self._object_site] if self.has_object else None
+        q0, v0 = int(self._finger_qadr[0]), int(self._finger_dadr[0])
+        self._finger_q = d.qpos[q0 : q0 + 2]
+        self._finger_v = d.qvel[v0 : v0 + 2]
         nv = self.model.nv
         self._jac = np.zeros((9 if self.has_object else 3, nv))
         self._jac_grip = self._jac[0:3]
@@ -570,23 +597,25 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         a = np.asarray(action)
         if a.shape != (4,):
             raise ValueError(f"action must have shape (4,) (dx, dy, dz, gripper), got shape {a.shape}")
-        # Clip with the float32 bounds, then scale in the clipped array's own dtype, so the rounding of
-        # a float32 action is the same as Gymnasium-Robotics'.
-        a = np.clip(a, self.action_space.low, self.action_space.high)
+        # np.clip against the float32 bounds (as two ufuncs: np.clip's Python wrapper costs more), then
+        # scale in the clipped array's own dtype, so a float32 action rounds exactly as in
+        # Gymnasium-Robotics.
+        a = np.minimum(np.maximum(a, self._act_low), self._act_high)
         m, d = self.model, self.data
         # Re-anchor the mocap on the gripper, then offset it: the weld pulls the gripper after it.
-        self._mocap_pos[self._mocap_of_weld] = self._xpos[self._welded_body] + a[:3] * _POS_ACTION_SCALE
-        self._mocap_quat[self._mocap_of_weld] = self._xquat[self._welded_body] + _MOCAP_ROT_DELTA
+        np.add(self._anchor_pos, a[:3] * _POS_ACTION_SCALE, out=self._mocap_pos_row)
+        np.add(self._anchor_quat, _MOCAP_ROT_DELTA, out=self._mocap_quat_row)
         if self._act_ids.size:
-            grip = (
-                np.zeros(self._act_ids.size)
-                if self.block_gripper
-                else np.full(self._act_ids.size, float(a[3]))
-            )
-            self._ctrl[self._act_ids] = np.where(self._act_relative, self._qpos[self._act_qadr] + grip, grip)
+            grip = 0.0 if self.block_gripper else float(a[3])
+            if self._act_all_relative:  # position servos: the command is relative to the joint position
+                self._ctrl[self._act_ids] = self._qpos[self._act_qadr] + grip
+            else:
+                self._ctrl[self._act_ids] = np.where(
+                    self._act_relative, self._qpos[self._act_qadr] + grip, grip
+                )
         mujoco.mj_step(m, d, nstep=self.n_substeps)
         if self.block_gripper:
-            self._qpos[self._finger_qadr] = 0.0
+            self._finger_q[:] = 0.0
             if _FORWARD_IS_STATELESS:
                 mujoco.mj_kinematics(m, d)
                 mujoco.mj_comPos(m, d)
@@ -601,29 +630,32 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
     def _observe(self) -> dict[str, np.ndarray]:
         m, d = self.model, self.data
         dt = self.dt
-        site_xpos = self._site_xpos
-        grip_pos = site_xpos[self._grip_site]
+        grip_pos = self._grip_xpos
         mujoco.mj_jacSite(m, d, self._jac_grip, None, self._grip_site)
         if not self.has_object:
-            vel = (self._jac @ self._qvel) * dt
-            obs = np.empty(10)
-            obs[0:3] = grip_pos
-            obs[3:5] = self._qpos[self._finger_qadr]
-            obs[5:8] = vel
-            obs[8:10] = self._qvel[self._finger_dadr] * dt
-            return {"observation": obs, "achieved_goal": obs[0:3].copy(), "desired_goal": self.goal.copy()}
+            vel = np.dot(self._jac, self._qvel)
+            vel *= dt
+            obs = np.concatenate((grip_pos, self._finger_q, vel, self._finger_v * dt))
+            return {"observation": obs, "achieved_goal": grip_pos.copy(), "desired_goal": self.goal.copy()}
         mujoco.mj_jacSite(m, d, self._jac_obj_p, self._jac_obj_r, self._object_site)
-        vel = (self._jac @ self._qvel) * dt  # rows: gripper linear, object linear, object angular
-        obs = np.empty(25)
-        obs[0:3] = grip_pos
-        obs[3:6] = site_xpos[self._object_site]
-        obs[6:9] = obs[3:6] - obs[0:3]
-        obs[9:11] = self._qpos[self._finger_qadr]
-        obs[11:14] = _euler_from_xmat(self._site_xmat[self._object_site].tolist())
-        obs[14:17] = vel[3:6] - vel[0:3]
-        obs[17:20] = vel[6:9]
-        obs[20:23] = vel[0:3]
-        obs[23:25] = self._qvel[self._finger_dadr] * dt
+        # Site velocities as Jacobian @ qvel (one product for all three rows: gripper linear, object
+        # linear, object angular), scaled to displacement per env step like Gymnasium-Robotics.
+        vel = np.dot(self._jac, self._qvel)
+        vel *= dt
+        obj_pos = self._obj_xpos
+        obs = np.concatenate(
+            (
+                grip_pos,
+                obj_pos,
+                obj_pos - grip_pos,
+                self._finger_q,
+                _euler_from_xmat(self._obj_xmat.tolist()),
+                vel[3:6] - vel[0:3],
+                vel[6:9],
+                vel[0:3],
+                self._finger_v * dt,
+            )
+        )
         return {"observation": obs, "achieved_goal": obs[3:6].copy(), "desired_goal": self.goal.copy()}
 
     # --- rendering ---------------------------------------------------------------------------------
@@ -654,7 +686,7 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         # Move the target marker without mj_forward (which would alter the next step's mocap anchor):
         # its body is static, so its world position is body position + site offset.
         body = self.model.site_bodyid[self._target_site]
-        self.model.site_pos[self._target_site] = self.goal - self._xpos[body]
+        self.model.site_pos[self._target_site] = self.goal - self.data.xpos[body]
         self._site_xpos[self._target_site] = self.goal
         self._renderer.update_scene(self.data, camera=self._camera)
         return self._renderer.render()
@@ -668,23 +700,7 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
     # --- pickling: MjModel/MjData pickle themselves; the cached views and the renderer do not ------
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        for key in (
-            "_qpos",
-            "_qvel",
-            "_ctrl",
-            "_mocap_pos",
-            "_mocap_quat",
-            "_xpos",
-            "_xquat",
-            "_site_xpos",
-            "_site_xmat",
-            "_jac",
-            "_jac_grip",
-            "_jac_obj_p",
-            "_jac_obj_r",
-        ):
-            state.pop(key, None)
+        state = {k: v for k, v in self.__dict__.items() if k not in _VIEW_ATTRS}
         state["_renderer"] = None
         state["_camera"] = None
         return state

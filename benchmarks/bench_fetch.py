@@ -1,0 +1,150 @@
+"""Fetch step speed: ours against Gymnasium-Robotics v4 and against the raw physics bound.
+
+For each task, in one run, interleaved over repeats:
+
+* **ours**: ``gym.make("goalenvs/Fetch<Task>-v0")`` (with Gymnasium's wrappers, as users run it), and
+  the bare env (``.unwrapped``), over full 50-step episodes (reset included) under fixed random actions;
+* **Gymnasium-Robotics v4**: ``gym.make("Fetch<Task>-v4")``, same episodes. Gymnasium-Robotics
+  1.4.2 crashes on MuJoCo >= 3.12 (``set_joint_qpos`` asserts); then the row says n/a and why.
+  Measure it in a MuJoCo 3.11 environment (``PYTHONPATH=. /work/venv-mj311/bin/python -m benchmarks
+  --only bench_fetch``);
+* **raw physics bound**: ``mj_step(model, data, nstep=n_substeps)`` on the same model, replaying the
+  mocap targets and finger controls our env set in the same episodes (so contacts and solver work
+  match), with nothing else per step. No env can step faster than this.
+
+Rows: steps/s (higher is better). For the bound row ``ours/peer`` is below 1: its inverse is our step
+time as a multiple of the bound.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+
+from benchmarks.common import Row, median_seconds
+
+TASKS = (("reach", "Reach"), ("push", "Push"), ("slide", "Slide"), ("pick_and_place", "PickAndPlace"))
+STEPS = 50
+
+
+def _episodes(env: gym.Env, actions: np.ndarray, seed0: int) -> None:
+    for ep in range(actions.shape[0]):
+        env.reset(seed=seed0 + ep)
+        for t in range(STEPS):
+            env.step(actions[ep, t])
+
+
+def _gymnasium_robotics_env(title: str) -> tuple[gym.Env | None, str]:
+    """Gymnasium-Robotics' v4 env, or None and the reason it cannot run here."""
+    try:
+        import mujoco
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            import gymnasium_robotics
+
+            gym.register_envs(gymnasium_robotics)
+            env = gym.make(f"Fetch{title}-v4")
+            env.reset(seed=0)
+            env.step(env.action_space.sample())
+        return env, f"gymnasium-robotics {gymnasium_robotics.__version__}"
+    except ImportError as exc:
+        return None, f"gymnasium-robotics v4: n/a (not importable: {exc})"
+    except Exception as exc:  # noqa: BLE001  (any failure to run is reported, not raised)
+        where = ""
+        tb = exc.__traceback__
+        while tb is not None:
+            where = tb.tb_frame.f_code.co_name
+            tb = tb.tb_next
+        return None, (
+            f"gymnasium-robotics v4: n/a ({type(exc).__name__} in {where} on mujoco {mujoco.__version__})"
+        )
+
+
+def _record_controls(env: gym.Env, actions: np.ndarray, seed0: int) -> list[tuple[np.ndarray, ...]]:
+    """Per episode: start state and the mocap pose / ctrl our env set before each physics step."""
+    base = env.unwrapped
+    data = base.data
+    episodes = []
+    for ep in range(actions.shape[0]):
+        base.reset(seed=seed0 + ep)
+        start = (data.qpos.copy(), data.qvel.copy(), float(data.time))
+        mocap_pos, mocap_quat, ctrl = [], [], []
+        for t in range(STEPS):
+            base.step(actions[ep, t])
+            # What the step wrote before integrating is still in place after it (mj_step leaves
+            # mocap and ctrl alone), so read it back here.
+            mocap_pos.append(data.mocap_pos.copy())
+            mocap_quat.append(data.mocap_quat.copy())
+            ctrl.append(data.ctrl.copy())
+        episodes.append((*start, np.array(mocap_pos), np.array(mocap_quat), np.array(ctrl)))
+    return episodes
+
+
+def _physics_bound(env: gym.Env, episodes: list[tuple[np.ndarray, ...]]) -> None:
+    import mujoco
+
+    base = env.unwrapped
+    m, d, nstep = base.model, base.data, base.n_substeps
+    step = mujoco.mj_step
+    mocap_pos, mocap_quat, ctrl = d.mocap_pos, d.mocap_quat, d.ctrl
+    for qpos, qvel, time0, mpos, mquat, ctl in episodes:
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = qpos
+        d.qvel[:] = qvel
+        d.time = time0
+        mujoco.mj_forward(m, d)
+        for t in range(STEPS):
+            mocap_pos[:] = mpos[t]
+            mocap_quat[:] = mquat[t]
+            ctrl[:] = ctl[t]
+            step(m, d, nstep)
+
+
+def run(quick: bool) -> list[Row]:
+    import goalenvs  # noqa: F401  (registers the ids)
+
+    n_episodes = 2 if quick else 6
+    repeats = 3 if quick else 7
+    work = n_episodes * STEPS
+    rows: list[Row] = []
+    for i, (_task, title) in enumerate(TASKS):
+        rng = np.random.default_rng(i)
+        actions = rng.uniform(-1.0, 1.0, size=(n_episodes, STEPS, 4)).astype(np.float32)
+        ours = gym.make(f"goalenvs/Fetch{title}-v0")
+        bare = gym.make(f"goalenvs/Fetch{title}-v0").unwrapped
+        bound_env = gym.make(f"goalenvs/Fetch{title}-v0")
+        controls = _record_controls(bound_env, actions, seed0=0)
+        theirs, peer_name = _gymnasium_robotics_env(title)
+
+        timings: dict[str, list[float]] = {"ours": [], "bare": [], "bound": [], "theirs": []}
+        for _ in range(repeats):  # interleaved, so load from other processes hits all alike
+            timings["ours"].append(median_seconds(lambda: _episodes(ours, actions, 0), 1))
+            timings["bare"].append(median_seconds(lambda: _episodes(bare, actions, 0), 1))
+            timings["bound"].append(median_seconds(lambda: _physics_bound(bound_env, controls), 1))
+            if theirs is not None:
+                timings["theirs"].append(median_seconds(lambda: _episodes(theirs, actions, 0), 1))
+        rate = {k: work / float(np.median(v)) for k, v in timings.items() if v}
+        rows.append(
+            Row(
+                "fetch",
+                f"Fetch{title} gym.make, steps/s",
+                "steps/s",
+                rate["ours"],
+                rate.get("theirs"),
+                peer_name,
+            )
+        )
+        rows.append(
+            Row(
+                "fetch",
+                f"Fetch{title} bare env vs raw mj_step x{bare.n_substeps}",
+                "steps/s",
+                rate["bare"],
+                rate["bound"],
+                "raw physics bound",
+            )
+        )
+    return rows
