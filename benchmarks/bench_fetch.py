@@ -19,6 +19,8 @@ time as a multiple of the bound.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -103,6 +105,10 @@ def _physics_bound(env: gym.Env, episodes: list[tuple[np.ndarray, ...]]) -> None
             step(m, d, nstep)
 
 
+def _seconds(fn: Callable[..., None], *args: Any) -> float:
+    return median_seconds(lambda: fn(*args), 1)
+
+
 def run(quick: bool) -> list[Row]:
     import goalenvs  # noqa: F401  (registers the ids)
 
@@ -121,11 +127,11 @@ def run(quick: bool) -> list[Row]:
 
         timings: dict[str, list[float]] = {"ours": [], "bare": [], "bound": [], "theirs": []}
         for _ in range(repeats):  # interleaved, so load from other processes hits all alike
-            timings["ours"].append(median_seconds(lambda: _episodes(ours, actions, 0), 1))
-            timings["bare"].append(median_seconds(lambda: _episodes(bare, actions, 0), 1))
-            timings["bound"].append(median_seconds(lambda: _physics_bound(bound_env, controls), 1))
+            timings["ours"].append(_seconds(_episodes, ours, actions, 0))
+            timings["bare"].append(_seconds(_episodes, bare, actions, 0))
+            timings["bound"].append(_seconds(_physics_bound, bound_env, controls))
             if theirs is not None:
-                timings["theirs"].append(median_seconds(lambda: _episodes(theirs, actions, 0), 1))
+                timings["theirs"].append(_seconds(_episodes, theirs, actions, 0))
         rate = {k: work / float(np.median(v)) for k, v in timings.items() if v}
         rows.append(
             Row(
