@@ -18,6 +18,7 @@ time as a multiple of the bound.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -25,17 +26,16 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from benchmarks.common import Row, median_seconds
+from benchmarks.common import Row
 
 TASKS = (("reach", "Reach"), ("push", "Push"), ("slide", "Slide"), ("pick_and_place", "PickAndPlace"))
 STEPS = 50
 
 
-def _episodes(env: gym.Env, actions: np.ndarray, seed0: int) -> None:
-    for ep in range(actions.shape[0]):
-        env.reset(seed=seed0 + ep)
-        for t in range(STEPS):
-            env.step(actions[ep, t])
+def _episode(env: gym.Env, actions: np.ndarray, seed: int) -> None:
+    env.reset(seed=seed)
+    for t in range(STEPS):
+        env.step(actions[t])
 
 
 def _gymnasium_robotics_env(title: str) -> tuple[gym.Env | None, str]:
@@ -65,48 +65,53 @@ def _gymnasium_robotics_env(title: str) -> tuple[gym.Env | None, str]:
         )
 
 
-def _record_controls(env: gym.Env, actions: np.ndarray, seed0: int) -> list[tuple[np.ndarray, ...]]:
-    """Per episode: start state and the mocap pose / ctrl our env set before each physics step."""
+def _record_controls(env: gym.Env, actions: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
+    """One episode's start state and the mocap pose / ctrl our env set before each physics step."""
     base = env.unwrapped
     data = base.data
-    episodes = []
-    for ep in range(actions.shape[0]):
-        base.reset(seed=seed0 + ep)
-        start = (data.qpos.copy(), data.qvel.copy(), float(data.time))
-        mocap_pos, mocap_quat, ctrl = [], [], []
-        for t in range(STEPS):
-            base.step(actions[ep, t])
-            # What the step wrote before integrating is still in place after it (mj_step leaves
-            # mocap and ctrl alone), so read it back here.
-            mocap_pos.append(data.mocap_pos.copy())
-            mocap_quat.append(data.mocap_quat.copy())
-            ctrl.append(data.ctrl.copy())
-        episodes.append((*start, np.array(mocap_pos), np.array(mocap_quat), np.array(ctrl)))
-    return episodes
+    base.reset(seed=seed)
+    start = (data.qpos.copy(), data.qvel.copy(), float(data.time))
+    mocap_pos, mocap_quat, ctrl = [], [], []
+    for t in range(STEPS):
+        base.step(actions[t])
+        # What the step wrote before integrating is still in place after it (mj_step leaves mocap
+        # and ctrl alone), so read it back here.
+        mocap_pos.append(data.mocap_pos.copy())
+        mocap_quat.append(data.mocap_quat.copy())
+        ctrl.append(data.ctrl.copy())
+    return (*start, np.array(mocap_pos), np.array(mocap_quat), np.array(ctrl))
 
 
-def _physics_bound(env: gym.Env, episodes: list[tuple[np.ndarray, ...]]) -> None:
+def _physics_bound(env: gym.Env, episode: tuple[np.ndarray, ...]) -> None:
+    """The same episode as bare mj_step calls: set the recorded mocap/ctrl, step, repeat."""
     import mujoco
 
     base = env.unwrapped
     m, d, nstep = base.model, base.data, base.n_substeps
     step = mujoco.mj_step
     mocap_pos, mocap_quat, ctrl = d.mocap_pos, d.mocap_quat, d.ctrl
-    for qpos, qvel, time0, mpos, mquat, ctl in episodes:
-        mujoco.mj_resetData(m, d)
-        d.qpos[:] = qpos
-        d.qvel[:] = qvel
-        d.time = time0
-        mujoco.mj_forward(m, d)
-        for t in range(STEPS):
-            mocap_pos[:] = mpos[t]
-            mocap_quat[:] = mquat[t]
-            ctrl[:] = ctl[t]
-            step(m, d, nstep)
+    # Pinned fingers (block_gripper) are part of the trajectory, not of the env's overhead: without
+    # them the replayed physics would be a different (cheaper or dearer) episode.
+    fingers = base._finger_q if base.block_gripper else None
+    qpos, qvel, time0, mpos, mquat, ctl = episode
+    mujoco.mj_resetData(m, d)
+    d.qpos[:] = qpos
+    d.qvel[:] = qvel
+    d.time = time0
+    mujoco.mj_forward(m, d)
+    for t in range(STEPS):
+        mocap_pos[:] = mpos[t]
+        mocap_quat[:] = mquat[t]
+        ctrl[:] = ctl[t]
+        step(m, d, nstep)
+        if fingers is not None:
+            fingers[:] = 0.0
 
 
 def _seconds(fn: Callable[..., None], *args: Any) -> float:
-    return median_seconds(lambda: fn(*args), 1)
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
 
 
 def run(quick: bool) -> list[Row]:
@@ -122,17 +127,25 @@ def run(quick: bool) -> list[Row]:
         ours = gym.make(f"goalenvs/Fetch{title}-v0")
         bare = gym.make(f"goalenvs/Fetch{title}-v0").unwrapped
         bound_env = gym.make(f"goalenvs/Fetch{title}-v0")
-        controls = _record_controls(bound_env, actions, seed0=0)
+        controls = [_record_controls(bound_env, actions[e], e) for e in range(n_episodes)]
         theirs, peer_name = _gymnasium_robotics_env(title)
 
+        # Interleaved episode by episode, so that load from other processes hits every variant alike;
+        # each repeat sums its episodes, and the rate is taken from the median repeat.
         timings: dict[str, list[float]] = {"ours": [], "bare": [], "bound": [], "theirs": []}
-        for _ in range(repeats):  # interleaved, so load from other processes hits all alike
-            timings["ours"].append(_seconds(_episodes, ours, actions, 0))
-            timings["bare"].append(_seconds(_episodes, bare, actions, 0))
-            timings["bound"].append(_seconds(_physics_bound, bound_env, controls))
-            if theirs is not None:
-                timings["theirs"].append(_seconds(_episodes, theirs, actions, 0))
-        rate = {k: work / float(np.median(v)) for k, v in timings.items() if v}
+        for _ in range(repeats):
+            total = dict.fromkeys(timings, 0.0)
+            for e in range(n_episodes):
+                total["ours"] += _seconds(_episode, ours, actions[e], e)
+                total["bare"] += _seconds(_episode, bare, actions[e], e)
+                total["bound"] += _seconds(_physics_bound, bound_env, controls[e])
+                if theirs is not None:
+                    total["theirs"] += _seconds(_episode, theirs, actions[e], e)
+            for key in timings:
+                timings[key].append(total[key])
+        rate = {
+            k: work / float(np.median(v)) for k, v in timings.items() if theirs is not None or k != "theirs"
+        }
         rows.append(
             Row(
                 "fetch",
