@@ -169,9 +169,13 @@ def goal_distance(goal_a: Any, goal_b: Any) -> FloatArray:
     b = np.asarray(goal_b)
     if a.shape != b.shape:
         raise ValueError(f"goal shapes differ: {a.shape} vs {b.shape}")
+    if a.ndim == 1 and a.dtype == np.float64 and b.dtype == np.float64:
+        # One goal (the per-step call): Python floats, with the same operations in the same order as
+        # the array expression below (so the same bits), at a fraction of numpy's per-call cost.
+        return np.float64(
+            math.sqrt(sum((x - y) * (x - y) for x, y in zip(a.tolist(), b.tolist(), strict=True)))
+        )
     diff = a - b
-    if diff.ndim == 1:  # one goal (the per-step call): a single BLAS dot is the cheapest sum of squares
-        return np.sqrt(np.dot(diff, diff))
     # The same reduction as np.linalg.norm(axis=-1), without its dispatch overhead.
     return np.sqrt(np.add.reduce(diff * diff, axis=-1))
 
@@ -181,12 +185,17 @@ def fetch_reward(achieved_goal: Any, desired_goal: Any, distance_threshold: floa
     d = goal_distance(achieved_goal, desired_goal)
     if dense:
         return -d
+    if isinstance(d, np.generic):  # one goal: a numpy scalar, as Gymnasium-Robotics returns
+        return -np.float32(d > distance_threshold)
     return -(d > distance_threshold).astype(np.float32)
 
 
 def fetch_success(achieved_goal: Any, desired_goal: Any, distance_threshold: float) -> FloatArray:
     """1.0 (float32) where the achieved goal is strictly within ``distance_threshold`` of the desired one."""
-    return (goal_distance(achieved_goal, desired_goal) < distance_threshold).astype(np.float32)
+    d = goal_distance(achieved_goal, desired_goal)
+    if isinstance(d, np.generic):
+        return np.float32(d < distance_threshold)
+    return (d < distance_threshold).astype(np.float32)
 
 
 def mat2euler(mat: Any) -> FloatArray:
@@ -628,34 +637,38 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         return obs, reward, False, False, info
 
     def _observe(self) -> dict[str, np.ndarray]:
+        # The 25 numbers are assembled as Python floats and turned into one array at the end: each
+        # numpy call on a 3-vector costs ~1 us, a float operation ~30 ns. IEEE arithmetic is the same
+        # either way, so the values are bit-for-bit those of Gymnasium-Robotics' array expressions.
         m, d = self.model, self.data
         dt = self.dt
-        grip_pos = self._grip_xpos
         mujoco.mj_jacSite(m, d, self._jac_grip, None, self._grip_site)
+        gx, gy, gz = self._grip_xpos.tolist()
+        f_r, f_l = self._finger_q.tolist()
+        w_r, w_l = self._finger_v.tolist()
         if not self.has_object:
-            vel = np.dot(self._jac, self._qvel)
-            vel *= dt
-            obs = np.concatenate((grip_pos, self._finger_q, vel, self._finger_v * dt))
-            return {"observation": obs, "achieved_goal": grip_pos.copy(), "desired_goal": self.goal.copy()}
+            gvx, gvy, gvz = [v * dt for v in np.dot(self._jac, self._qvel).tolist()]
+            obs = np.array([gx, gy, gz, f_r, f_l, gvx, gvy, gvz, w_r * dt, w_l * dt])
+            return {"observation": obs, "achieved_goal": obs[0:3].copy(), "desired_goal": self.goal.copy()}
         mujoco.mj_jacSite(m, d, self._jac_obj_p, self._jac_obj_r, self._object_site)
-        # Site velocities as Jacobian @ qvel (one product for all three rows: gripper linear, object
+        # Site velocities as Jacobian @ qvel (one product for the three rows: gripper linear, object
         # linear, object angular), scaled to displacement per env step like Gymnasium-Robotics.
-        vel = np.dot(self._jac, self._qvel)
-        vel *= dt
-        obj_pos = self._obj_xpos
-        obs = np.concatenate(
-            (
-                grip_pos,
-                obj_pos,
-                obj_pos - grip_pos,
-                self._finger_q,
-                _euler_from_xmat(self._obj_xmat.tolist()),
-                vel[3:6] - vel[0:3],
-                vel[6:9],
-                vel[0:3],
-                self._finger_v * dt,
-            )
-        )
+        gvx, gvy, gvz, ovx, ovy, ovz, orx, ory, orz = [v * dt for v in np.dot(self._jac, self._qvel).tolist()]
+        ox, oy, oz = self._obj_xpos.tolist()
+        ex, ey, ez = _euler_from_xmat(self._obj_xmat.tolist())
+        obs = np.array(
+            [
+                gx, gy, gz,
+                ox, oy, oz,
+                ox - gx, oy - gy, oz - gz,
+                f_r, f_l,
+                ex, ey, ez,
+                ovx - gvx, ovy - gvy, ovz - gvz,
+                orx, ory, orz,
+                gvx, gvy, gvz,
+                w_r * dt, w_l * dt,
+            ]
+        )  # fmt: skip
         return {"observation": obs, "achieved_goal": obs[3:6].copy(), "desired_goal": self.goal.copy()}
 
     # --- rendering ---------------------------------------------------------------------------------
