@@ -416,7 +416,6 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         self.render_mode = render_mode
         self.width = int(width)
         self.height = int(height)
-        self._dense = reward_type == "dense"
 
         self.model = mujoco.MjModel.from_xml_path(str(fetch_assets_dir() / spec.xml))
         self.data = mujoco.MjData(self.model)
@@ -563,7 +562,8 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
         """Sparse (-1/0, float32) or dense (-distance) reward; pure, any leading batch shape."""
-        return fetch_reward(achieved_goal, desired_goal, self.distance_threshold, self._dense)
+        # Read at call time (not cached) so that setting env.reward_type / distance_threshold takes effect.
+        return fetch_reward(achieved_goal, desired_goal, self.distance_threshold, self.reward_type == "dense")
 
     def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
         """Always False: reaching the goal does not end the episode (the goal must be held)."""
