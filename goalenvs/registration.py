@@ -49,6 +49,22 @@ ENVS: tuple[EnvEntry, ...] = (
         # No max_episode_steps: the env truncates itself after `duration` simulated seconds (100 s:
         # 500 steps), as highway-env does, so that `compute_truncated` can agree with `step`.
     ),
+    *(
+        EnvEntry(
+            name=f"Fetch{title}{suffix}-v0",
+            entry_point="goalenvs.envs.fetch:FetchEnv",
+            description=f"{blurb} ({reward_type} reward; Gymnasium-Robotics' Fetch{title}-v4 on MuJoCo 3/4).",
+            kwargs={"task": task, "reward_type": reward_type},
+            max_episode_steps=50,
+        )
+        for task, title, blurb in (
+            ("reach", "Reach", "Fetch arm: move the gripper to a point"),
+            ("push", "Push", "Fetch arm: push a block to a point on the table"),
+            ("slide", "Slide", "Fetch arm: slide a puck to a point out of reach"),
+            ("pick_and_place", "PickAndPlace", "Fetch arm: carry a block to a point on the table or in air"),
+        )
+        for reward_type, suffix in (("sparse", ""), ("dense", "Dense"))
+    ),
 )
 
 
