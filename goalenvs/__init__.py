@@ -5,6 +5,7 @@
 neither MuJoCo, torch nor stable-baselines3 is imported here.
 """
 
+from goalenvs.check import CheckReport, CheckResult, check_goal_env
 from goalenvs.core import GOAL_KEYS, GoalEnv, GoalEnvError, check_goal_space, info_values
 from goalenvs.registration import ENVS, register_envs
 
@@ -12,10 +13,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ENVS",
+    "CheckReport",
+    "CheckResult",
     "GOAL_KEYS",
     "GoalEnv",
     "GoalEnvError",
     "__version__",
+    "check_goal_env",
     "check_goal_space",
     "info_values",
 ]

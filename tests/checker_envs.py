@@ -1,0 +1,393 @@
+"""Goal envs for testing the checker: one good Fetch-sized reach task and variants that each break one rule.
+
+Importing this module registers ``CheckerReach-v0`` (good) and a few broken ids, so the CLI can be
+tested with ``"checker_envs:CheckerReach-v0"`` ids (the module is importable when ``tests/`` is on
+``sys.path``, as it is under pytest).
+
+``ReachEnv`` is shaped like Gymnasium-Robotics' FetchReach (observation 25, goals 3, 4 actions,
+sparse reward, no termination, a 50-step ``TimeLimit``) but needs no MuJoCo. ``substeps`` adds
+integration work per step, to emulate a simulator's cost in benchmarks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from goalenvs.core import info_values
+
+THRESHOLD = 0.05
+
+
+class ReachEnv(gym.Env):
+    """Move a point in the unit cube to a goal; a correct goal env that HER can use.
+
+    Subclasses below each break one rule of the GoalEnv contract; the checker must catch it.
+    """
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, terminate_on_success: bool = False, substeps: int = 0) -> None:
+        if substeps < 0:
+            raise ValueError(f"substeps must be >= 0, got {substeps}")
+        self.terminate_on_success = terminate_on_success
+        self.substeps = substeps
+        goal = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float64)
+        self.observation_space = spaces.Dict(
+            {
+                "observation": spaces.Box(-np.inf, np.inf, shape=(25,), dtype=np.float64),
+                "achieved_goal": goal,
+                "desired_goal": goal,
+            }
+        )
+        self.action_space = spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
+        self._mix = np.linspace(0.5, 2.0, 19 * 6).reshape(19, 6)
+        self.pos = np.zeros(3)
+        self.vel = np.zeros(3)
+        self.goal = np.zeros(3)
+
+    # The task functions: pure and vectorized over a leading batch shape.
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        return -(distance > THRESHOLD).astype(np.float64)
+
+    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        return (distance <= THRESHOLD) & self.terminate_on_success
+
+    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        return np.zeros(np.shape(achieved_goal)[:-1], dtype=bool)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        state = np.concatenate([self.pos, self.vel])
+        features = np.tanh(self._mix @ state)
+        return {
+            "observation": np.concatenate([state, features]),
+            "achieved_goal": self.pos.copy(),
+            "desired_goal": self.goal.copy(),
+        }
+
+    def _move(self, action: np.ndarray) -> None:
+        delta = 0.05 * np.clip(np.asarray(action, dtype=np.float64)[:3], -1.0, 1.0)
+        for _ in range(self.substeps):  # emulated simulator work; it does not change the result
+            delta = 0.5 * (delta + np.clip(delta, -0.05, 0.05))
+        self.vel = delta
+        self.pos = np.clip(self.pos + delta, -1.0, 1.0)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.goal = self.np_random.uniform(-0.3, 0.3, size=3)
+        # Start near the goal so that random actions reach it now and then: the checker then sees
+        # successes as well as failures (as it would with a trained policy).
+        self.pos = self.goal + self.np_random.uniform(-0.04, 0.04, size=3)
+        self.vel = np.zeros(3)
+        return self._obs(), {}
+
+    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        return {"is_success": bool(np.linalg.norm(obs["achieved_goal"] - obs["desired_goal"]) <= THRESHOLD)}
+
+    def step(self, action: np.ndarray):
+        self._move(action)
+        obs = self._obs()
+        info = self._info(obs)
+        reward = float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], info))
+        terminated = bool(self.compute_terminated(obs["achieved_goal"], obs["desired_goal"], info))
+        truncated = bool(self.compute_truncated(obs["achieved_goal"], obs["desired_goal"], info))
+        return obs, reward, terminated, truncated, info
+
+
+# ---- broken variants: each breaks one rule ---------------------------------------------------------
+
+
+class NotDictEnv(ReachEnv):
+    """Observation space is a flat Box."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = spaces.Box(-np.inf, np.inf, shape=(31,), dtype=np.float64)
+
+
+class GoalShapeMismatchEnv(ReachEnv):
+    """desired_goal space has another shape than achieved_goal's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = spaces.Dict(
+            {
+                "observation": self.observation_space["observation"],
+                "achieved_goal": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float64),
+                "desired_goal": spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float64),
+            }
+        )
+
+
+class Float32SpaceEnv(ReachEnv):
+    """Declares float32 goals but returns float64 ones: observations fall outside the space."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        goal = spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float32)
+        self.observation_space = spaces.Dict(
+            {
+                "observation": self.observation_space["observation"],
+                "achieved_goal": goal,
+                "desired_goal": goal,
+            }
+        )
+
+
+class ActionPenaltyEnv(ReachEnv):
+    """step adds an action penalty that compute_reward does not know about."""
+
+    def step(self, action: np.ndarray):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward - 0.01 * float(np.sum(np.square(action))), terminated, truncated, info
+
+
+class RewardBeforeMoveEnv(ReachEnv):
+    """step computes the reward from the achieved goal before the action is applied."""
+
+    def step(self, action: np.ndarray):
+        before = self.pos.copy()
+        obs, _, terminated, truncated, info = super().step(action)
+        return obs, float(self.compute_reward(before, self.goal, info)), terminated, truncated, info
+
+
+class NotVectorizedEnv(ReachEnv):
+    """compute_reward takes the norm over the whole batch (no axis=-1)."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        return -np.asarray(
+            np.linalg.norm(np.asarray(achieved_goal) - desired_goal) > THRESHOLD, dtype=np.float64
+        )
+
+
+class InfoNotBatchedEnv(ReachEnv):
+    """compute_reward reads info['scale'] as from one dict; a batch of infos breaks it."""
+
+    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        return {**super()._info(obs), "scale": 2.0}
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        scale = info["scale"]  # one dict only: a list of infos breaks it
+        return scale * super().compute_reward(achieved_goal, desired_goal, info)
+
+
+class BatchedInfoEnv(InfoNotBatchedEnv):
+    """The fixed version: reads the info batch with goalenvs.info_values (a correct env)."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        batch_shape = np.shape(achieved_goal)[:-1]
+        scale = info_values(info, "scale", batch_shape, default=1.0)
+        return scale * ReachEnv.compute_reward(self, achieved_goal, desired_goal, info)
+
+
+class RngInRewardEnv(ReachEnv):
+    """compute_reward draws from the env's generator, so calling it changes the next reset."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        jitter = 0.0 * self.np_random.random()  # zero, but the generator moves on
+        return super().compute_reward(achieved_goal, desired_goal, info) + jitter
+
+
+class AnnealingRewardEnv(ReachEnv):
+    """compute_reward rescales by how many batches it has seen: its answers depend on earlier calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batch_calls = 0
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        scale = 1.0 / (1.0 + 0.1 * self.batch_calls)
+        if np.ndim(achieved_goal) > 1:
+            self.batch_calls += 1
+        return scale * super().compute_reward(achieved_goal, desired_goal, info)
+
+
+class InPlaceRewardEnv(ReachEnv):
+    """compute_reward subtracts in place, overwriting the caller's achieved goals."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        achieved_goal = np.asarray(achieved_goal)
+        achieved_goal -= desired_goal
+        return -(np.linalg.norm(achieved_goal, axis=-1) > THRESHOLD).astype(np.float64)
+
+
+class SelfGoalRewardEnv(ReachEnv):
+    """compute_reward reads self.goal instead of its desired_goal argument."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        return super().compute_reward(achieved_goal, self.goal, info)
+
+
+class DistanceRewardEnv(ReachEnv):
+    """The reward is the distance (higher is worse): being at the goal is the worst outcome."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        return np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+
+
+class MovingGoalEnv(ReachEnv):
+    """The goal is redrawn every 10 steps without ending the episode."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.t = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: np.ndarray):
+        self.t += 1
+        if self.t % 10 == 0:
+            self.goal = self.np_random.uniform(-0.3, 0.3, size=3)
+        return super().step(action)
+
+
+class NoSuccessInfoEnv(ReachEnv):
+    """info has no 'is_success' (only 'success')."""
+
+    def step(self, action: np.ndarray):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {"success": info["is_success"]}
+
+
+class GlobalRandomEnv(ReachEnv):
+    """reset draws from global np.random, so the seed does not fix the start."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.goal = self.np_random.uniform(-0.3, 0.3, size=3)
+        self.pos = np.random.uniform(-0.5, 0.5, size=3)  # noqa: NPY002 - the bug under test
+        self.vel = np.zeros(3)
+        return self._obs(), {}
+
+
+class UnpicklableEnv(ReachEnv):
+    """Holds a lambda, which pickle cannot serialise (deepcopy can)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shaping = lambda x: x
+
+
+class SharedStateCopyEnv(ReachEnv):
+    """__deepcopy__ makes a shallow copy whose state arrays are shared and updated in place."""
+
+    def _move(self, action: np.ndarray) -> None:
+        delta = 0.05 * np.clip(np.asarray(action, dtype=np.float64)[:3], -1.0, 1.0)
+        self.vel[:] = delta
+        self.pos[:] = np.clip(self.pos + delta, -1.0, 1.0)
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        gym.Env.reset(self, seed=seed)
+        self.goal = self.np_random.uniform(-0.3, 0.3, size=3)
+        self.pos[:] = self.goal + self.np_random.uniform(-0.04, 0.04, size=3)
+        self.vel[:] = 0.0
+        return self._obs(), {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> SharedStateCopyEnv:
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        return clone
+
+
+class AliasedObsEnv(ReachEnv):
+    """Returns its own position array as the achieved goal and updates it in place."""
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        obs = super()._obs()
+        obs["achieved_goal"] = self.pos
+        return obs
+
+    def _move(self, action: np.ndarray) -> None:
+        delta = 0.05 * np.clip(np.asarray(action, dtype=np.float64)[:3], -1.0, 1.0)
+        self.vel = delta
+        np.clip(self.pos + delta, -1.0, 1.0, out=self.pos)
+
+
+class TerminationMismatchEnv(ReachEnv):
+    """step ends the episode on success but compute_terminated says it never ends."""
+
+    def step(self, action: np.ndarray):
+        obs, reward, _, truncated, info = super().step(action)
+        return obs, reward, bool(info["is_success"]), truncated, info
+
+
+class ScalarTerminatedEnv(ReachEnv):
+    """compute_terminated collapses a batch to one bool (as Gymnasium-Robotics' maze does)."""
+
+    def __init__(self) -> None:
+        super().__init__(terminate_on_success=True)
+
+    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        return np.asarray(bool(np.linalg.norm(np.asarray(achieved_goal) - desired_goal) <= THRESHOLD))
+
+
+class NoComputeRewardEnv(gym.Env):
+    """A Dict-observation env without compute_reward."""
+
+    def __init__(self) -> None:
+        self._inner = ReachEnv()
+        self.observation_space = self._inner.observation_space
+        self.action_space = self._inner.action_space
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        return self._inner.reset(seed=seed, options=options)
+
+    def step(self, action: np.ndarray):
+        return self._inner.step(action)
+
+
+class WideAchievedGoalEnv(ReachEnv):
+    """The achieved goal can leave the desired_goal space (it is wider)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space = spaces.Dict(
+            {
+                "observation": self.observation_space["observation"],
+                "achieved_goal": spaces.Box(-2.0, 2.0, shape=(3,), dtype=np.float64),
+                "desired_goal": spaces.Box(-0.2, 0.2, shape=(3,), dtype=np.float64),
+            }
+        )
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = super().reset(seed=seed, options=options)
+        self.goal = self.np_random.uniform(-0.2, 0.2, size=3)
+        return self._obs(), info
+
+
+class ScaleGoalsWrapper(gym.ObservationWrapper):
+    """Rescales both goals to [-0.5, 0.5] (and says so in its space), but keeps the inner compute_reward."""
+
+    def __init__(self, env: gym.Env, keep_space: bool = False) -> None:
+        super().__init__(env)
+        if not keep_space:
+            goal = spaces.Box(-0.5, 0.5, shape=(3,), dtype=np.float64)
+            self.observation_space = spaces.Dict(
+                {
+                    "observation": env.observation_space["observation"],
+                    "achieved_goal": goal,
+                    "desired_goal": goal,
+                }
+            )
+
+    def observation(self, observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        out = dict(observation)
+        out["achieved_goal"] = 0.5 * observation["achieved_goal"]
+        out["desired_goal"] = 0.5 * observation["desired_goal"]
+        return out
+
+
+def make_reach(env_cls: type[gym.Env] = ReachEnv, max_episode_steps: int = 50, **kwargs: Any) -> gym.Env:
+    """``env_cls(**kwargs)`` under a TimeLimit, as ``gym.make`` would wrap it."""
+    return gym.wrappers.TimeLimit(env_cls(**kwargs), max_episode_steps=max_episode_steps)
+
+
+for _id, _cls in (
+    ("CheckerReach-v0", ReachEnv),
+    ("CheckerActionPenalty-v0", ActionPenaltyEnv),
+):
+    if _id not in gym.registry:
+        gym.register(id=_id, entry_point=_cls, max_episode_steps=50)

@@ -1,0 +1,343 @@
+"""check_goal_env: a correct env passes, each deliberately broken env fails the check for its breach,
+third-party goal envs get the verdict they deserve, and every goalenvs env passes."""
+
+from __future__ import annotations
+
+import functools
+import json
+import warnings
+from collections.abc import Callable
+
+import checker_envs as ce
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.wrappers import FlattenObservation
+
+import goalenvs
+from goalenvs import CheckReport, GoalEnvError, check_goal_env
+
+ALL_CHECKS = {
+    "observation_space", "wrapper_keeps_goals", "compute_reward_defined", "rollout", "observations_in_space",
+    "observations_not_aliased", "desired_goal_fixed", "is_success", "achieved_goal_in_desired_space",
+    "reward_contract", "compute_reward_vectorized", "compute_reward_pure", "reward_depends_on_goals",
+    "best_reward_at_goal", "compute_terminated", "compute_truncated", "reset_seeding", "rollout_determinism",
+    "deepcopy", "pickle",
+}  # fmt: skip
+
+
+def reach(env_cls: type[gym.Env]) -> Callable[[], gym.Env]:
+    return functools.partial(ce.make_reach, env_cls)
+
+
+def not_pass(report: CheckReport) -> dict[str, str]:
+    return {r.name: r.status for r in report.results if r.status != "pass"}
+
+
+@pytest.mark.parametrize("terminate_on_success", [False, True])
+def test_correct_env_passes_every_check(terminate_on_success: bool) -> None:
+    report = check_goal_env(ce.make_reach(terminate_on_success=terminate_on_success))
+    assert {r.name for r in report.results} == ALL_CHECKS
+    assert not_pass(report) == {}
+    assert report.passed and report.skipped == []
+    report.raise_if_failed()  # does nothing
+
+
+def test_info_batch_read_with_info_values_passes() -> None:
+    assert not_pass(check_goal_env(ce.make_reach(ce.BatchedInfoEnv))) == {}
+
+
+# (case id, env factory, the check that must catch it, its status, a phrase of its message,
+#  other non-passing checks the same breach also trips)
+BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] = [
+    ("flat Box observation", reach(ce.NotDictEnv), "observation_space", "fail", "got Box", {}),
+    (
+        "goal spaces differ", reach(ce.GoalShapeMismatchEnv), "observation_space", "fail",
+        "achieved_goal and desired_goal spaces differ (shape (3,) vs (2,)", {},
+    ),
+    (
+        "float64 goals in a float32 space", reach(ce.Float32SpaceEnv), "observations_in_space",
+        "fail", "'achieved_goal' = ", {},
+    ),
+    (
+        "step adds an action penalty", reach(ce.ActionPenaltyEnv), "reward_contract", "fail",
+        "step adds a term compute_reward lacks", {},
+    ),
+    (
+        "reward from the achieved goal before the step", reach(ce.RewardBeforeMoveEnv),
+        "reward_contract", "fail", "achieved goal *before* the step", {},
+    ),
+    (
+        "norm without axis=-1", reach(ce.NotVectorizedEnv), "compute_reward_vectorized", "fail",
+        "on a batch of 2 (goals of shape (2, 3), infos as a list of 2 dicts) returns shape () "
+        "instead of (2,)",
+        {},
+    ),
+    (
+        "info read as one dict", reach(ce.InfoNotBatchedEnv), "compute_reward_vectorized", "fail",
+        "raised TypeError: list indices must be integers or slices, not str on a batch of 1", {},
+    ),
+    (
+        "compute_reward draws from self.np_random", reach(ce.RngInRewardEnv), "compute_reward_pure",
+        "fail", "changed the env's transitions", {},
+    ),
+    (
+        "compute_reward keeps a call counter", reach(ce.AnnealingRewardEnv), "compute_reward_pure",
+        "fail", "its answers depend on earlier calls",
+        {"compute_reward_vectorized": "fail", "rollout_determinism": "warn"},
+    ),
+    (
+        "compute_reward subtracts in place", reach(ce.InPlaceRewardEnv), "compute_reward_pure",
+        "fail", "writes into its achieved_goal/desired_goal arguments", {"reward_contract": "fail"},
+    ),
+    (
+        "compute_reward reads self.goal", reach(ce.SelfGoalRewardEnv), "reward_depends_on_goals",
+        "fail", "the same rewards whatever desired_goal it is passed", {"reward_contract": "fail"},
+    ),
+    (
+        "reward is the distance", reach(ce.DistanceRewardEnv), "best_reward_at_goal", "warn",
+        "compute_reward(g, g) = 0 is lower than", {},
+    ),
+    (
+        "goal redrawn mid-episode", reach(ce.MovingGoalEnv), "desired_goal_fixed", "fail",
+        "desired_goal changed within an episode at its step 10", {},
+    ),
+    (
+        "no is_success", reach(ce.NoSuccessInfoEnv), "is_success", "warn",
+        "no step info has 'is_success' (it has ['success']: rename it)", {},
+    ),
+    (
+        "reset draws from global np.random", reach(ce.GlobalRandomEnv), "reset_seeding", "fail",
+        "reset(seed=0) gave different observations on two calls",
+        {"compute_reward_pure": "warn", "rollout_determinism": "warn"},
+    ),
+    (
+        "holds a lambda", reach(ce.UnpicklableEnv), "pickle", "fail",
+        "pickle.loads(pickle.dumps(env)) raised", {},
+    ),
+    (
+        "deepcopy shares state", reach(ce.SharedStateCopyEnv), "deepcopy", "fail",
+        "after copy.deepcopy(env), the copy and the original disagree", {},
+    ),
+    (
+        "returns a view of its state", reach(ce.AliasedObsEnv), "observations_not_aliased", "fail",
+        "changed later: 'achieved_goal'", {},
+    ),
+    (
+        "step terminates, compute_terminated does not", reach(ce.TerminationMismatchEnv),
+        "compute_terminated", "fail", "step returned terminated=True but compute_terminated gives False", {},
+    ),
+    (
+        "compute_terminated collapses the batch", reach(ce.ScalarTerminatedEnv),
+        "compute_terminated", "fail", "returns shape () instead of (2,)", {},
+    ),
+    (
+        "no compute_reward", reach(ce.NoComputeRewardEnv), "compute_reward_defined", "fail",
+        "defines compute_reward(achieved_goal, desired_goal, info)", {},
+    ),
+    (
+        "achieved goals outside the desired_goal space", reach(ce.WideAchievedGoalEnv),
+        "achieved_goal_in_desired_space", "warn", "lies outside the desired_goal space", {},
+    ),
+    (
+        "FlattenObservation over a goal env", lambda: FlattenObservation(ce.make_reach()),
+        "wrapper_keeps_goals",
+        "fail", "wrapper FlattenObservation changes the observation space above ReachEnv",
+        {"observation_space": "fail"},
+    ),
+    (
+        "wrapper rescales goals and their space", lambda: ce.ScaleGoalsWrapper(ce.make_reach()),
+        "wrapper_keeps_goals", "fail",
+        "wrapper ScaleGoalsWrapper changes the observation space above ReachEnv",
+        {"reward_contract": "fail"},
+    ),
+    (
+        "wrapper rescales goals, keeps the space",
+        lambda: ce.ScaleGoalsWrapper(ce.make_reach(), keep_space=True),
+        "wrapper_keeps_goals", "fail", "wrapper ScaleGoalsWrapper changes achieved_goal",
+        {"reward_contract": "fail"},
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("make", "check", "status", "phrase", "also"), [c[1:] for c in BROKEN], ids=[c[0] for c in BROKEN]
+)
+def test_broken_env_is_caught_by_its_check(
+    make: Callable[[], gym.Env], check: str, status: str, phrase: str, also: dict[str, str]
+) -> None:
+    report = check_goal_env(make())
+    result = report.result(check)
+    assert result.status == status, result.message
+    assert phrase in result.message
+    assert not_pass(report) == {check: status, **also}
+    assert report.passed == (status != "fail" and "fail" not in also.values())
+
+
+def test_messages_name_cause_and_fix() -> None:
+    report = check_goal_env(ce.make_reach(ce.ActionPenaltyEnv))
+    message = report.result("reward_contract").message
+    assert "first at step 0" in message and "Likely cause" in message and "Fix:" in message
+
+
+def test_skipped_checks_are_listed_with_a_reason() -> None:
+    report = check_goal_env(ce.make_reach(ce.NotDictEnv))
+    names = [r.name for r in report.results]
+    assert names == ["observation_space", "wrapper_keeps_goals", "compute_reward_defined"]
+    assert dict(report.skipped)["reward_contract"] == "the observation space is not a goal space"
+    assert "SKIP" in report.format() and "-> FAILED" in report.format()
+
+
+def test_report_api() -> None:
+    report = check_goal_env(ce.make_reach(ce.ActionPenaltyEnv), n_steps=20, seed=3)
+    assert not report.passed
+    assert [r.name for r in report.failures] == ["reward_contract"]
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["passed"] is False and data["env_id"] == "ActionPenaltyEnv"
+    assert {"name", "status", "message"} <= set(data["results"][0])
+    with pytest.raises(GoalEnvError, match="reward_contract"):
+        report.raise_if_failed()
+    with pytest.raises(KeyError, match="no result named 'nope'"):
+        report.result("nope")
+    assert report.summary().startswith("ActionPenaltyEnv: 19 passed, 0 warning(s), 1 failed")
+
+
+def test_env_is_left_usable_and_seeded() -> None:
+    env = ce.make_reach()
+    check_goal_env(env, n_steps=30, seed=5)
+    first = env.step(env.action_space.sample())  # no reset needed: the checker left it reset
+    fresh = ce.make_reach()
+    fresh.reset(seed=5)
+    assert np.array_equal(env.unwrapped.goal, fresh.unwrapped.goal)
+    assert first[0]["observation"].shape == (25,)
+
+
+def test_user_action_space_is_not_reseeded() -> None:
+    env = ce.make_reach()
+    env.action_space.seed(123)
+    expected = gym.spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
+    expected.seed(123)
+    check_goal_env(env, n_steps=10)
+    assert np.array_equal(env.action_space.sample(), expected.sample())
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"n_steps": 0}, ValueError),
+        ({"n_steps": 2.5}, ValueError),
+        ({"seed": -1}, ValueError),
+        ({"seed": None}, ValueError),
+    ],
+)
+def test_bad_arguments_are_rejected(kwargs: dict, error: type[Exception]) -> None:
+    with pytest.raises(error, match=next(iter(kwargs))):
+        check_goal_env(ce.make_reach(), **kwargs)
+
+
+def test_non_env_is_rejected() -> None:
+    with pytest.raises(TypeError, match="gymnasium.Env or gymnasium.vector.VectorEnv"):
+        check_goal_env("FetchReach-v4")  # type: ignore[arg-type]
+
+
+# ---- vector envs -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", list(gym.vector.AutoresetMode), ids=lambda m: m.value)
+def test_sync_vector_env_passes_in_every_autoreset_mode(mode: gym.vector.AutoresetMode) -> None:
+    env = gym.make_vec(
+        "CheckerReach-v0", num_envs=3, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode}
+    )
+    report = check_goal_env(env, n_steps=120)
+    assert not_pass(report) == {}
+    assert report.result("vector_batch_reward").message.startswith("compute_reward on each (3,) step batch")
+    # 3 sub-envs, 50-step episodes: every episode end is seen, and no autoreset step counts as a transition.
+    assert "(3, 7, 32" not in report.result("compute_reward_vectorized").message
+    assert "[1, 2, 3, 7, 32]" in report.result("compute_reward_vectorized").message
+
+
+def test_vector_env_of_broken_envs_fails_the_batch_check() -> None:
+    env = gym.vector.SyncVectorEnv([reach(ce.NotVectorizedEnv)] * 2)
+    report = check_goal_env(env, n_steps=60)
+    assert not_pass(report) == {"compute_reward_vectorized": "fail", "vector_batch_reward": "fail"}
+    assert "returns shape (), not (2,)" in report.result("vector_batch_reward").message
+
+
+# ---- third-party goal envs -------------------------------------------------------------------------
+
+
+def test_sb3_bit_flipping_env() -> None:
+    """SB3's BitFlippingEnv keeps the contract, but returns shape (1,) for one transition (a warning).
+
+    Its discrete-observation variant flags every batch as one goal: compute_reward treats a batch of
+    Discrete goals of shape (B,) as a single bit string and returns one reward. (SB3's own buffer only
+    works with it because it stores Discrete goals with an extra axis, shape (B, 1).)
+    """
+    pytest.importorskip("stable_baselines3")
+    from stable_baselines3.common.envs import BitFlippingEnv
+
+    report = check_goal_env(BitFlippingEnv(n_bits=8))
+    assert not_pass(report) == {"compute_reward_vectorized": "warn"}
+    assert "returns shape (1,), not a scalar" in report.result("compute_reward_vectorized").message
+
+    report = check_goal_env(BitFlippingEnv(n_bits=8, discrete_obs_space=True))
+    assert not_pass(report) == {"compute_reward_vectorized": "fail"}
+    assert "returns shape (1,) instead of (2,)" in report.result("compute_reward_vectorized").message
+
+
+def test_highway_parking_breaks_the_reward_contract_on_collision() -> None:
+    """parking-v0 adds its collision penalty (-5) in step, outside compute_reward.
+
+    With seed 0 the random rollout hits a wall at step 52; HER would relabel that transition with a
+    reward that forgets the crash.
+    """
+    pytest.importorskip("highway_env")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        env = gym.make("highway_env:parking-v0")
+        report = check_goal_env(env, n_steps=60)
+    assert not_pass(report) == {"reward_contract": "fail"}
+    message = report.result("reward_contract").message
+    assert "first at step 52: step gave -5.73" in message and "compute_reward gives -0.73" in message
+
+
+def test_gymnasium_robotics_point_maze() -> None:
+    """PointMaze (MuJoCo) keeps the reward contract; its flaws are advisory with the default continuing task:
+    info says "success" not "is_success", compute_terminated/compute_truncated return one bool for a
+    batch (right values, wrong shape), and copies are EzPickle recipes, not snapshots. With
+    continuing_task=False, compute_terminated's single bool for a batch is wrong: a failure."""
+    gymnasium_robotics = pytest.importorskip("gymnasium_robotics")
+    gym.register_envs(gymnasium_robotics)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = check_goal_env(gym.make("PointMaze_UMaze-v3"), n_steps=100)
+        episodic = check_goal_env(gym.make("PointMaze_UMaze-v3", continuing_task=False), n_steps=100)
+    assert report.passed
+    assert not_pass(report) == {
+        "is_success": "warn", "compute_terminated": "warn", "compute_truncated": "warn", "deepcopy": "warn",
+    }  # fmt: skip
+    assert "it has ['success']" in report.result("is_success").message
+    assert "EzPickle" in report.result("deepcopy").message
+    assert not_pass(episodic)["compute_terminated"] == "fail"
+    assert "returns shape () instead of (2,)" in episodic.result("compute_terminated").message
+
+
+# ---- every goalenvs env ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("spec", goalenvs.ENVS, ids=lambda spec: spec.id)
+def test_every_goalenvs_env_passes(spec: goalenvs.registration.EnvEntry) -> None:
+    env = gym.make(spec.id)
+    report = check_goal_env(env)
+    assert report.passed, report.format()
+    assert report.warnings == [], report.format()
+    env.close()
+
+
+@pytest.mark.parametrize("spec", [s for s in goalenvs.ENVS if s.vector_entry_point], ids=lambda spec: spec.id)
+def test_every_goalenvs_vector_env_passes(spec: goalenvs.registration.EnvEntry) -> None:
+    env = gym.make_vec(spec.id, num_envs=4, vectorization_mode="vector_entry_point")
+    report = check_goal_env(env, n_steps=100)
+    assert report.passed, report.format()
+    assert report.result("vector_batch_reward").status == "pass"
+    env.close()
