@@ -65,6 +65,28 @@ def goal_batch_shape(goal: np.ndarray, goal_shape: tuple[int, ...], name: str = 
     return goal.shape[: goal.ndim - n]
 
 
+def single_env_space(env: Any) -> spaces.Space:
+    """``env.observation_space``, or a TypeError when ``env`` is no single gymnasium.Env."""
+    if not isinstance(env, gym.Env):
+        hint = (
+            " (use goalenvs.wrappers.vector for a gymnasium.vector.VectorEnv)"
+            if isinstance(env, VectorEnv)
+            else ""
+        )
+        raise TypeError(f"env must be a gymnasium.Env{hint}, got {type(env).__name__}")
+    return env.observation_space
+
+
+def vector_env_space(env: Any) -> spaces.Space:
+    """``env.single_observation_space``, or a TypeError when ``env`` is no gymnasium.vector.VectorEnv."""
+    if not isinstance(env, VectorEnv):
+        raise TypeError(
+            f"env must be a gymnasium.vector.VectorEnv (use goalenvs.wrappers for a single env), "
+            f"got {type(env).__name__}"
+        )
+    return env.single_observation_space
+
+
 class _GoalFunctions:
     """compute_reward / compute_terminated / compute_truncated of the wrapped env, seen through the wrapper.
 
@@ -126,13 +148,7 @@ class GoalWrapper(_GoalFunctions, gym.Wrapper):
     """Base of the single-env goal wrappers: ``step`` and ``reset`` keep the GoalEnv contract."""
 
     def __init__(self, env: gym.Env) -> None:
-        if not isinstance(env, gym.Env):
-            hint = (
-                " (use goalenvs.wrappers.vector for a gymnasium.vector.VectorEnv)"
-                if isinstance(env, VectorEnv)
-                else ""
-            )
-            raise TypeError(f"env must be a gymnasium.Env{hint}, got {type(env).__name__}")
+        single_env_space(env)
         gym.Wrapper.__init__(self, env)
         check_goal_space(env.observation_space)
         self._find_inner_functions(env)
@@ -170,11 +186,7 @@ class VectorGoalWrapper(_GoalFunctions, gym.vector.VectorWrapper):
     """
 
     def __init__(self, env: VectorEnv) -> None:
-        if not isinstance(env, VectorEnv):
-            raise TypeError(
-                f"env must be a gymnasium.vector.VectorEnv (use goalenvs.wrappers for a single env), "
-                f"got {type(env).__name__}"
-            )
+        vector_env_space(env)
         gym.vector.VectorWrapper.__init__(self, env)
         check_goal_space(env.single_observation_space)
         self._find_inner_functions(env)

@@ -19,7 +19,13 @@ import numpy as np
 from gymnasium import spaces
 
 from goalenvs.core import check_goal_space, info_values
-from goalenvs.wrappers._base import GOAL_FUNCTIONS, GoalWrapper, _GoalFunctions, goal_batch_shape
+from goalenvs.wrappers._base import (
+    GOAL_FUNCTIONS,
+    GoalWrapper,
+    _GoalFunctions,
+    goal_batch_shape,
+    single_env_space,
+)
 
 __all__ = ["LegacyGoalEnv", "VectorizedComputeReward"]
 
@@ -90,7 +96,7 @@ class VectorizedComputeReward(_VectorizeLogic, GoalWrapper):
         super().__init__(env)
         if self._inner_fns["compute_reward"] is None:
             raise ValueError(f"{env} defines no compute_reward to vectorize")
-        self._init_vectorize(env.observation_space)
+        self._init_vectorize(single_env_space(env))
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ import numpy as np
 from gymnasium import spaces
 
 from goalenvs.core import GOAL_KEYS, check_goal_space
-from goalenvs.wrappers._base import GoalWrapper, goal_batch_shape
+from goalenvs.wrappers._base import GoalWrapper, goal_batch_shape, single_env_space
 
 __all__ = [
     "FlattenGoalObservation",
@@ -309,7 +309,7 @@ class NormalizeGoalObservation(_NormalizeLogic, GoalWrapper):
     """
 
     def __init__(self, env: gym.Env, stats: GoalStats | str = "bounds") -> None:
-        self.stats = _check_stats(stats, env.observation_space)
+        self.stats = _check_stats(stats, single_env_space(env))
         super().__init__(env)
 
 

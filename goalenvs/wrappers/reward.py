@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from goalenvs.wrappers._base import GoalWrapper
+from goalenvs.wrappers._base import GoalWrapper, single_env_space
 
 __all__ = ["DenseReward", "EuclideanDistance", "SparseReward", "SuccessInfo", "euclidean_distance"]
 
@@ -142,7 +142,7 @@ class SparseReward(_SparseLogic, GoalWrapper):
     """
 
     def __init__(self, env: gym.Env, threshold: float, distance: Distance | None = None) -> None:
-        self._init_sparse(env.observation_space, threshold, distance)
+        self._init_sparse(single_env_space(env), threshold, distance)
         super().__init__(env)
 
 
@@ -156,7 +156,7 @@ class DenseReward(_DenseLogic, GoalWrapper):
     """
 
     def __init__(self, env: gym.Env, distance: Distance | None = None) -> None:
-        self._init_dense(env.observation_space, distance)
+        self._init_dense(single_env_space(env), distance)
         super().__init__(env)
 
 
@@ -177,7 +177,7 @@ class SuccessInfo(_SuccessLogic, GoalWrapper):
     def __init__(
         self, env: gym.Env, threshold: float | None = None, distance: Distance | None = None
     ) -> None:
-        self._init_success(env.observation_space, threshold, distance)
+        self._init_success(single_env_space(env), threshold, distance)
         super().__init__(env)
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:

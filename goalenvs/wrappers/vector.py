@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from goalenvs.wrappers._base import VectorGoalWrapper
+from goalenvs.wrappers._base import VectorGoalWrapper, vector_env_space
 from goalenvs.wrappers.adapters import _VectorizeLogic
 from goalenvs.wrappers.observation import (
     GoalStats,
@@ -39,7 +39,7 @@ class SparseReward(_SparseLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.SparseReward` for a vector env."""
 
     def __init__(self, env: VectorEnv, threshold: float, distance: Distance | None = None) -> None:
-        self._init_sparse(env.single_observation_space, threshold, distance)
+        self._init_sparse(vector_env_space(env), threshold, distance)
         super().__init__(env)
 
 
@@ -47,7 +47,7 @@ class DenseReward(_DenseLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.DenseReward` for a vector env."""
 
     def __init__(self, env: VectorEnv, distance: Distance | None = None) -> None:
-        self._init_dense(env.single_observation_space, distance)
+        self._init_dense(vector_env_space(env), distance)
         super().__init__(env)
 
 
@@ -61,7 +61,7 @@ class SuccessInfo(_SuccessLogic, VectorGoalWrapper):
     def __init__(
         self, env: VectorEnv, threshold: float | None = None, distance: Distance | None = None
     ) -> None:
-        self._init_success(env.single_observation_space, threshold, distance)
+        self._init_success(vector_env_space(env), threshold, distance)
         super().__init__(env)
 
     def _fill_info(
@@ -97,7 +97,7 @@ class NormalizeGoalObservation(_NormalizeLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.NormalizeGoalObservation` for a vector env (the same frozen statistics)."""
 
     def __init__(self, env: VectorEnv, stats: GoalStats | str = "bounds") -> None:
-        self.stats = _check_stats(stats, env.single_observation_space)
+        self.stats = _check_stats(stats, vector_env_space(env))
         super().__init__(env)
 
 
@@ -150,4 +150,4 @@ class VectorizedComputeReward(_VectorizeLogic, VectorGoalWrapper):
         super().__init__(env)
         if self._inner_fns["compute_reward"] is None:
             raise ValueError(f"{env} defines no compute_reward to vectorize")
-        self._init_vectorize(env.single_observation_space)
+        self._init_vectorize(vector_env_space(env))
