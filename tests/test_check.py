@@ -16,6 +16,7 @@ from gymnasium.wrappers import FlattenObservation
 
 import goalenvs
 from goalenvs import CheckReport, GoalEnvError, check_goal_env
+from tests.conftest import make_params
 
 ALL_CHECKS = {
     "observation_space", "wrapper_keeps_goals", "compute_reward_defined", "rollout", "observations_in_space",
@@ -325,19 +326,20 @@ def test_gymnasium_robotics_point_maze() -> None:
 # ---- every goalenvs env ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("spec", goalenvs.ENVS, ids=lambda spec: spec.id)
-def test_every_goalenvs_env_passes(spec: goalenvs.registration.EnvEntry) -> None:
-    env = gym.make(spec.id)
+@pytest.mark.parametrize("env_id", make_params())
+def test_every_goalenvs_env_passes(env_id: str) -> None:
+    env = gym.make(env_id)
     report = check_goal_env(env)
     assert report.passed, report.format()
     assert report.warnings == [], report.format()
     env.close()
 
 
-@pytest.mark.parametrize("spec", [s for s in goalenvs.ENVS if s.vector_entry_point], ids=lambda spec: spec.id)
-def test_every_goalenvs_vector_env_passes(spec: goalenvs.registration.EnvEntry) -> None:
-    env = gym.make_vec(spec.id, num_envs=4, vectorization_mode="vector_entry_point")
+@pytest.mark.parametrize("env_id", make_params([e for e in goalenvs.ENVS if e.vector_entry_point]))
+def test_every_goalenvs_vector_env_passes(env_id: str) -> None:
+    env = gym.make_vec(env_id, num_envs=4, vectorization_mode="vector_entry_point")
     report = check_goal_env(env, n_steps=100)
     assert report.passed, report.format()
+    assert report.warnings == [], report.format()
     assert report.result("vector_batch_reward").status == "pass"
     env.close()
