@@ -730,3 +730,13 @@ def test_dqn_her_learns_bitflip_through_normalisation():
         successes += bool(info["is_success"])
         obs, _ = test_env.reset()
     assert successes > 90, f"success rate {successes}% after 3000 steps"
+
+
+def test_wrapped_spec_rebuilds_the_wrapper_stack():
+    env = TimeFeature(NormalizeGoalObservation(SparseReward(gym.make("goalenvs/BitFlip-v0", n_bits=4), 0.5)))
+    names = [w.name for w in env.spec.additional_wrappers]
+    assert names == ["SparseReward", "NormalizeGoalObservation", "TimeFeature"]
+    remade = gym.make(env.spec)
+    assert remade.observation_space == env.observation_space
+    for a, b in zip(env.reset(seed=1)[0].values(), remade.reset(seed=1)[0].values(), strict=True):
+        np.testing.assert_array_equal(a, b)

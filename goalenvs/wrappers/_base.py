@@ -144,8 +144,12 @@ class _GoalFunctions:
         return obs
 
 
-class GoalWrapper(_GoalFunctions, gym.Wrapper):
-    """Base of the single-env goal wrappers: ``step`` and ``reset`` keep the GoalEnv contract."""
+class GoalWrapper(_GoalFunctions, gym.Wrapper, gym.utils.RecordConstructorArgs):
+    """Base of the single-env goal wrappers: ``step`` and ``reset`` keep the GoalEnv contract.
+
+    Subclasses record their constructor arguments (``gym.utils.RecordConstructorArgs``), as
+    Gymnasium's wrappers do, so ``gym.make(wrapped.spec)`` rebuilds the wrapped env.
+    """
 
     def __init__(self, env: gym.Env) -> None:
         single_env_space(env)

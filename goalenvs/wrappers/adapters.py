@@ -93,6 +93,7 @@ class VectorizedComputeReward(_VectorizeLogic, GoalWrapper):
     """
 
     def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
         super().__init__(env)
         if self._inner_fns["compute_reward"] is None:
             raise ValueError(f"{env} defines no compute_reward to vectorize")

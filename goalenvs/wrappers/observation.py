@@ -309,6 +309,7 @@ class NormalizeGoalObservation(_NormalizeLogic, GoalWrapper):
     """
 
     def __init__(self, env: gym.Env, stats: GoalStats | str = "bounds") -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, stats=stats)
         self.stats = _check_stats(stats, single_env_space(env))
         super().__init__(env)
 
@@ -411,6 +412,7 @@ class TimeFeature(_TimeLogic, GoalWrapper):
     """
 
     def __init__(self, env: gym.Env, max_steps: int | None = None) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, max_steps=max_steps)
         self._init_time(env, max_steps)
         super().__init__(env)
         self._t = 0
@@ -542,4 +544,5 @@ class FlattenGoalObservation(_FlattenLogic, GoalWrapper):
     """
 
     def __init__(self, env: gym.Env) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self)
         super().__init__(env)

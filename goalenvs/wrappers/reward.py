@@ -142,6 +142,7 @@ class SparseReward(_SparseLogic, GoalWrapper):
     """
 
     def __init__(self, env: gym.Env, threshold: float, distance: Distance | None = None) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, threshold=threshold, distance=distance)
         self._init_sparse(single_env_space(env), threshold, distance)
         super().__init__(env)
 
@@ -156,6 +157,7 @@ class DenseReward(_DenseLogic, GoalWrapper):
     """
 
     def __init__(self, env: gym.Env, distance: Distance | None = None) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, distance=distance)
         self._init_dense(single_env_space(env), distance)
         super().__init__(env)
 
@@ -177,6 +179,7 @@ class SuccessInfo(_SuccessLogic, GoalWrapper):
     def __init__(
         self, env: gym.Env, threshold: float | None = None, distance: Distance | None = None
     ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(self, threshold=threshold, distance=distance)
         self._init_success(single_env_space(env), threshold, distance)
         super().__init__(env)
 
