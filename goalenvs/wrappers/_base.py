@@ -226,9 +226,11 @@ class VectorGoalWrapper(_GoalFunctions, gym.vector.VectorWrapper):
         rows = np.flatnonzero(ended)
         if rows.size and "final_obs" in info:
             final = info["final_obs"]
-            for i in rows:  # only the rows that ended this step
-                item = {k: v[i] for k, v in final.items()} if isinstance(final, Mapping) else final[i]
-                ag[i], dg[i] = item["achieved_goal"], item["desired_goal"]
+            if isinstance(final, Mapping):  # a native vector env: a dict of arrays
+                ag[rows], dg[rows] = final["achieved_goal"][rows], final["desired_goal"][rows]
+            else:  # Sync/AsyncVectorEnv: an object array of per-env observations (None where not ended)
+                for i in rows:
+                    ag[i], dg[i] = final[i]["achieved_goal"], final[i]["desired_goal"]
         return ag, dg
 
     def _fill_info(

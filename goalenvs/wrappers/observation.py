@@ -251,14 +251,15 @@ class _NormalizeLogic:
     def _setup(self, space: spaces.Dict) -> spaces.Dict:
         stats = self.stats
         goal_space = space["desired_goal"]
+        keyed = [
+            ("achieved_goal", stats.goal_mean, stats.goal_std),
+            ("desired_goal", stats.goal_mean, stats.goal_std),
+        ]
         if stats.observation_mean is not None:
-            _moments_ok = [("observation", stats.observation_mean, stats.observation_std)]
-        else:
-            _moments_ok = []
+            keyed.append(("observation", stats.observation_mean, stats.observation_std))
         new = dict(space.spaces)
         self._params: dict[str, tuple[np.ndarray, np.ndarray, np.dtype]] = {}
-        for key, mean, std in [("achieved_goal", stats.goal_mean, stats.goal_std),
-                               ("desired_goal", stats.goal_mean, stats.goal_std), *_moments_ok]:  # fmt: skip
+        for key, mean, std in keyed:
             sub = space[key]
             if not isinstance(sub, (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)):
                 _moments(sub, key)  # raises the explanatory ValueError
