@@ -1,0 +1,177 @@
+"""A passive GoalEnv contract check, cheap enough for ``gym.make`` to apply to every goalenvs id.
+
+Like Gymnasium's ``PassiveEnvChecker`` it watches the first steps and then gets out of the way.
+It checks what HER silently depends on: ``reward == compute_reward(obs["achieved_goal"],
+obs["desired_goal"], info)`` (and the same for ``terminated`` / ``truncated`` where the env defines
+``compute_terminated`` / ``compute_truncated``), and that ``compute_reward`` takes a batch. Each kind of
+breach warns once, with its likely cause. ``goalenvs.check_goal_env`` is the thorough check.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from goalenvs.wrappers._base import find_goal_function
+
+__all__ = ["GoalContractChecker", "GoalContractWarning"]
+
+_RTOL, _ATOL = 1e-5, 1e-6
+
+
+class GoalContractWarning(UserWarning):
+    """A goal env breaks the GoalEnv contract Hindsight Experience Replay relies on."""
+
+
+class GoalContractChecker(gym.Wrapper):
+    """Warn once per kind of breach if the first ``n_steps`` steps break the GoalEnv contract.
+
+    Passes everything through unchanged. ``gym.make`` puts it directly around every goalenvs env
+    unless ``disable_env_checker=True`` (see ``goalenvs.registration``).
+
+    Args:
+        env: the env to watch.
+        n_steps: how many steps (after construction, across episodes) to check; int >= 1.
+    """
+
+    def __init__(self, env: gym.Env, n_steps: int = 10) -> None:
+        if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
+            raise ValueError(f"n_steps must be an int >= 1, got {n_steps!r}")
+        gym.Wrapper.__init__(self, env)
+        self.steps_left = int(n_steps)
+        self._warned: set[str] = set()
+        self._prev_ag: Any = None
+        self._batch_checked = False
+
+    @property
+    def spec(self) -> Any:
+        """The wrapped env's spec: like Gymnasium's PassiveEnvChecker, the checker is not a recorded wrapper.
+
+        ``gym.make`` adds it from the spec's ``disable_env_checker`` flag, which PassiveEnvChecker (its
+        neighbour whenever the checks are on) sets back to False.
+        """
+        return self.env.spec
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Any, dict[str, Any]]:
+        obs, info = self.env.reset(seed=seed, options=options)
+        if self.steps_left:
+            self._prev_ag = _goal(obs, "achieved_goal")
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        result = self.env.step(action)
+        if self.steps_left:  # after the first steps the cost is this one test
+            self.steps_left -= 1
+            self._check(*result)
+        return result
+
+    def _warn(self, kind: str, message: str) -> None:
+        if kind not in self._warned:
+            self._warned.add(kind)
+            name = type(self.env.unwrapped).__name__
+            warnings.warn(f"{name}: {message}", GoalContractWarning, stacklevel=4)
+
+    def _check(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: Any) -> None:
+        ag, dg = _goal(obs, "achieved_goal"), _goal(obs, "desired_goal")
+        prev_ag, self._prev_ag = self._prev_ag, ag
+        if ag is None or dg is None:
+            self.steps_left = 0
+            self._warn(
+                "space",
+                "observations are not dicts with 'achieved_goal' and 'desired_goal'; HER cannot use this env.",
+            )
+            return
+        fn = find_goal_function(self.env, "compute_reward")
+        if fn is None:
+            self.steps_left = 0
+            self._warn(
+                "missing",
+                "defines no compute_reward(achieved_goal, desired_goal, info); HER needs it to relabel.",
+            )
+            return
+        value = self._call("compute_reward", fn, ag, dg, info)
+        if value is not None and not _agrees(value, reward):
+            cause = "step adds a term compute_reward lacks, or uses another goal than the observation's"
+            if prev_ag is not None:
+                before = self._call("compute_reward", fn, prev_ag, dg, info, quiet=True)
+                if before is not None and _agrees(before, reward):
+                    cause = "step computes the reward from the achieved goal *before* the action; r_t depends on s_{t+1}"
+            self._warn(
+                "reward",
+                f"step returned reward {_show(reward)} but compute_reward(obs['achieved_goal'], "
+                f"obs['desired_goal'], info) gives {_show(value)}. Likely cause: {cause}. HER relabels with "
+                "compute_reward, so it would learn from rewards the env never gives. Fix: return "
+                "self.compute_reward(...) of the new observation from step.",
+            )
+        for name, flag in (("compute_terminated", terminated), ("compute_truncated", truncated)):
+            other = find_goal_function(self.env, name)
+            if other is None:
+                continue
+            if name == "compute_truncated" and flag and _time_limit_reached(self.env):
+                continue  # a TimeLimit between us and the env truncated it; compute_truncated cannot know
+            got = self._call(name, other, ag, dg, info)
+            if (
+                got is not None
+                and np.asarray(got).size == 1
+                and bool(np.asarray(got).reshape(-1)[0]) != bool(flag)
+            ):
+                self._warn(
+                    name,
+                    f"step returned {name.removeprefix('compute_')}={bool(flag)} but {name}(...) gives "
+                    f"{bool(np.asarray(got).reshape(-1)[0])}. Fix: return {name} of the new observation from step.",
+                )
+        if not self._batch_checked:
+            self._batch_checked = True
+            batch = self._call("compute_reward", fn, np.stack([ag, ag]), np.stack([dg, dg]), [info, info])
+            if batch is not None and np.shape(batch) != (2,):
+                self._warn(
+                    "batch",
+                    f"compute_reward on a batch of 2 goals returns shape {np.shape(batch)}, not (2,). HER calls "
+                    "it on batches. Fix: reduce over the last axis only, or wrap the env in "
+                    "goalenvs.wrappers.VectorizedComputeReward.",
+                )
+
+    def _call(
+        self, name: str, fn: Any, ag: Any, dg: Any, info: Any, quiet: bool = False
+    ) -> np.ndarray | None:
+        try:
+            return np.asarray(fn(np.array(ag), np.array(dg), info))
+        except Exception as err:  # noqa: BLE001 - any error of the env's function is the finding
+            if not quiet:
+                self._warn(
+                    name + "-raises",
+                    f"{name} raised {type(err).__name__}: {err} on a step's own goals and info.",
+                )
+            return None
+
+
+def _time_limit_reached(env: Any) -> bool:
+    layer = env
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, gym.wrappers.TimeLimit) and layer._elapsed_steps >= layer._max_episode_steps:
+            return True
+        layer = layer.env
+    return False
+
+
+def _goal(obs: Any, key: str) -> np.ndarray | None:
+    if not isinstance(obs, Mapping) or key not in obs:
+        return None
+    return np.array(obs[key])
+
+
+def _agrees(value: np.ndarray, reward: Any) -> bool:
+    if value.size != 1:
+        return False
+    return bool(np.isclose(float(value.reshape(-1)[0]), float(reward), rtol=_RTOL, atol=_ATOL))
+
+
+def _show(x: Any) -> str:
+    a = np.asarray(x)
+    return f"{float(a.reshape(-1)[0]) + 0.0:.6g}" if a.size == 1 else f"an array of shape {a.shape}"
