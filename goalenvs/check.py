@@ -516,7 +516,9 @@ class _Context:
                 next_obs = obs_i
                 if self.autoreset == "SameStep" and done:
                     valid[i] = False  # the batch holds the reset observation, not s_{t+1}
-                    next_obs = ev.info["final_obs"][i]
+                    # SyncVectorEnv gives an object array of dicts; a native vector env may give a dict
+                    # of batched arrays (BitFlipVectorEnv does): _slice_obs reads both.
+                    next_obs = _slice_obs(ev.info["final_obs"], i)
                     info_i = _slice_info(ev.info.get("final_info", {}), i)
                 t[i] += 1
                 out.append(

@@ -57,7 +57,7 @@ ENVS: tuple[EnvEntry, ...] = (
             entry_point="goalenvs.envs.fetch:FetchEnv",
             description=f"{blurb} ({reward_type} reward; Gymnasium-Robotics' Fetch{title}-v4 on MuJoCo 3/4).",
             kwargs={"task": task, "reward_type": reward_type},
-            max_episode_steps=50,
+            # No max_episode_steps: the env truncates itself after `max_steps` (default 50) steps.
         )
         for task, title, blurb in (
             ("reach", "Reach", "Fetch arm: move the gripper to a point"),

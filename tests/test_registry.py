@@ -53,11 +53,22 @@ def test_import_is_light():
     assert out.strip() == "[]"
 
 
+# Warnings a family may raise on purpose, with the reason. Fetch keeps Gymnasium-Robotics' unbounded
+# observation boxes (positions, velocities; users and VecNormalize rely on the same spaces): made-up
+# finite bounds could be left by a block knocked off the table, which would be a real defect.
+ALLOWED_CHECK_ENV_WARNINGS = {
+    "goalenvs/Fetch": r".*Box observation space (minimum|maximum) value is (-)?infinity"
+}
+
+
 @pytest.mark.parametrize("env_id", ALL)
 def test_gymnasium_check_env(env_id):
     env = gym.make(env_id)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a warning from the checker is a defect too
+        for prefix, pattern in ALLOWED_CHECK_ENV_WARNINGS.items():
+            if env_id.startswith(prefix):
+                warnings.filterwarnings("ignore", message=pattern)
         gym_check_env(env.unwrapped, skip_render_check=True)
 
 

@@ -43,7 +43,7 @@ if "MUJOCO_GL" not in os.environ and not (os.environ.get("DISPLAY") or os.enviro
 
 import mujoco  # noqa: E402  (must follow the MUJOCO_GL default above)
 
-from goalenvs.core import GoalEnv  # noqa: E402
+from goalenvs.core import GoalEnv, info_values  # noqa: E402
 
 __all__ = ["TASKS", "FetchEnv", "FetchTask", "fetch_assets_dir", "goal_distance", "mat2euler", "fetch_reward"]
 
@@ -329,14 +329,17 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
     with probability 1/2 up to 0.45 m above it.
 
     ## Episode End
-    Never terminated (a continuing task); the registered ids truncate after 50 steps.
+    Never terminated (a continuing task). Truncated after ``max_steps`` steps (default 50, as the
+    ``TimeLimit`` of Gymnasium-Robotics' ids; ``None``: never). The env counts the steps itself and
+    reports them in ``info["elapsed_steps"]``, so that ``compute_truncated`` agrees with ``step``.
 
     ## Arguments
     ``task`` (``"reach"``, ``"push"``, ``"slide"``, ``"pick_and_place"``); ``reward_type``
     (``"sparse"`` / ``"dense"``); each of ``distance_threshold``, ``target_in_the_air``,
     ``target_offset``, ``obj_range``, ``target_range``, ``gripper_extra_height``, ``block_gripper``,
     ``n_substeps``, ``initial_qpos`` (joint name -> value(s), replaces the task's dict) defaults to
-    the task's Gymnasium-Robotics value when ``None``; ``render_mode`` (``None`` or ``"rgb_array"``),
+    the task's Gymnasium-Robotics value when ``None``; ``max_steps`` (episode length, default 50);
+    ``render_mode`` (``None`` or ``"rgb_array"``),
     ``width``, ``height`` (of rendered frames, default 480).
 
     ## Version History
@@ -361,6 +364,7 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         block_gripper: bool | None = None,
         n_substeps: int | None = None,
         initial_qpos: Mapping[str, Any] | None = None,
+        max_steps: int | None = 50,
         render_mode: str | None = None,
         width: int = _DEFAULT_SIZE,
         height: int = _DEFAULT_SIZE,
@@ -413,6 +417,12 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
             raise TypeError(
                 f"initial_qpos must be a dict of joint name -> value(s), got {type(qpos_init).__name__}"
             )
+        if max_steps is not None and (
+            isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1
+        ):
+            raise ValueError(f"max_steps must be a positive int or None (no time limit), got {max_steps!r}")
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self._elapsed_steps = 0
         self.render_mode = render_mode
         self.width = int(width)
         self.height = int(height)
@@ -570,13 +580,17 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         return np.zeros(np.shape(achieved_goal)[:-1], dtype=bool)
 
     def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """Always False: the time limit is the TimeLimit wrapper's (max_episode_steps=50 in the registry)."""
-        return np.zeros(np.shape(achieved_goal)[:-1], dtype=bool)
+        """True where ``info["elapsed_steps"] >= max_steps`` (never with ``max_steps=None``); batch shape."""
+        batch_shape = np.shape(achieved_goal)[:-1]
+        if self.max_steps is None:
+            return np.zeros(batch_shape, dtype=bool)
+        return info_values(info, "elapsed_steps", batch_shape) >= self.max_steps
 
     def reset(  # type: ignore[override]
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         super().reset(seed=seed, options=options)
+        self._elapsed_steps = 0
         m, d = self.model, self.data
         mujoco.mj_resetData(m, d)  # also clears warm-start and mocap, as Gymnasium-Robotics does
         d.time = self._initial_time
@@ -632,9 +646,16 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
                 mujoco.mj_forward(m, d)
         obs = self._observe()
         achieved = obs["achieved_goal"]
-        info = {"is_success": fetch_success(achieved, self.goal, self.distance_threshold)}
-        reward = self.compute_reward(achieved, self.goal, info)
-        return obs, reward, False, False, info
+        self._elapsed_steps += 1
+        info = {
+            "is_success": fetch_success(achieved, self.goal, self.distance_threshold),
+            "elapsed_steps": self._elapsed_steps,
+        }
+        # A Python float (the value of compute_reward's float32/float64 scalar): Gymnasium-Robotics returns
+        # np.float32, which stable-baselines3's check_env rejects as "not a float".
+        reward = float(self.compute_reward(achieved, self.goal, info))
+        truncated = self.max_steps is not None and self._elapsed_steps >= self.max_steps
+        return obs, reward, False, truncated, info
 
     def _observe(self) -> dict[str, np.ndarray]:
         # The 25 numbers are assembled as Python floats and turned into one array at the end: each

@@ -224,6 +224,17 @@ class ParkingConfig:
             )
         self.vehicles_count = int(vehicles_count)
 
+    @property
+    def max_steps(self) -> int:
+        """Steps in an episode that neither crashes nor succeeds: until the simulated time, summed one
+        policy period at a time exactly as ``step`` sums it (float rounding included), reaches
+        ``duration`` (500 for the default 100 s at 5 Hz)."""
+        t, k, dt = 0.0, 0, 1 / self.policy_frequency
+        while t < self.duration:
+            t += dt
+            k += 1
+        return k
+
     def as_dict(self) -> dict[str, Any]:
         """The arguments that rebuild this config (``ParkingConfig(**c.as_dict())``)."""
         return {

@@ -336,7 +336,7 @@ def _check_stats(stats: Any, space: gym.Space) -> GoalStats:
 
 
 def _episode_limit(env: Any) -> int | None:
-    """An episode step limit found on ``env``: a TimeLimit, the spec, or a goalenvs task's ``max_steps``."""
+    """An episode step limit found on ``env``: a TimeLimit, the spec, or ``max_steps`` of a goalenvs env (or its task or config)."""
     layer = env
     while layer is not None:
         if isinstance(layer, gym.wrappers.TimeLimit):
@@ -345,9 +345,12 @@ def _episode_limit(env: Any) -> int | None:
     spec = getattr(env, "spec", None)
     if getattr(spec, "max_episode_steps", None):
         return int(spec.max_episode_steps)
-    task = getattr(getattr(env, "unwrapped", None), "task", None)
-    limit = getattr(task, "max_steps", None)
-    return int(limit) if isinstance(limit, (int, np.integer)) else None
+    base = getattr(env, "unwrapped", None)
+    for holder in (base, getattr(base, "task", None), getattr(base, "config", None)):
+        limit = getattr(holder, "max_steps", None)  # goalenvs envs that truncate themselves say it here
+        if isinstance(limit, (int, np.integer)) and not isinstance(limit, bool):
+            return int(limit)
+    return None
 
 
 class _TimeLogic:
@@ -359,7 +362,7 @@ class _TimeLogic:
             if max_steps is None:
                 raise ValueError(
                     "found no episode step limit on the env (no TimeLimit, spec.max_episode_steps or "
-                    "task.max_steps); pass max_steps=..."
+                    "max_steps on the env, its task or config); pass max_steps=..."
                 )
         if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
             raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
@@ -409,7 +412,7 @@ class TimeFeature(_TimeLogic, GoalWrapper):
     Args:
         env: a goal env with a 1-d observation.
         max_steps: episode length; default: the env's TimeLimit, ``spec.max_episode_steps`` or
-            goalenvs ``task.max_steps``.
+            ``max_steps`` of a goalenvs env (its task or config).
     """
 
     def __init__(self, env: gym.Env, max_steps: int | None = None) -> None:

@@ -86,8 +86,15 @@ def test_eight_ids_registered() -> None:
     assert set(FETCH_IDS) == expected
     for env_id in FETCH_IDS:
         spec = gym.spec(env_id)
-        assert spec.max_episode_steps == 50
+        # The env truncates itself after 50 steps (Gymnasium-Robotics' TimeLimit), so that
+        # compute_truncated agrees with step; no TimeLimit wrapper on top.
+        assert spec.max_episode_steps is None
         assert spec.kwargs["reward_type"] == ("dense" if "Dense" in env_id else "sparse")
+    env = gym.make(FETCH_IDS[0])
+    assert env.unwrapped.max_steps == 50
+    env.reset(seed=0)
+    flags = [env.step(env.action_space.sample())[2:4] for _ in range(50)]
+    assert flags == [(False, False)] * 49 + [(False, True)]
 
 
 @pytest.mark.parametrize("env_id", FETCH_IDS)
@@ -279,7 +286,7 @@ def test_matches_gymnasium_robotics_on_installed_mujoco(
     task: str, kwargs: dict, gymnasium_robotics_v4
 ) -> None:
     theirs = gymnasium_robotics_v4(task, **kwargs)
-    ours = FetchEnv(task, **kwargs)
+    ours = FetchEnv(task, max_steps=None, **kwargs)  # their class has no time limit of its own
     rng = np.random.default_rng(7)
     for seed in (3, 4):
         a, _ = theirs.reset(seed=seed)
@@ -352,7 +359,11 @@ def test_compute_reward_is_vectorized_and_pure(envs: dict[str, FetchEnv]) -> Non
         if reward_type == "sparse":
             assert batch.dtype == np.float32
         assert env.compute_terminated(ag, dg, None).shape == (4, 5)
-        assert not env.compute_truncated(ag, dg, None).any()
+        assert not env.compute_truncated(ag, dg, {"elapsed_steps": 49}).any()
+        assert env.compute_truncated(ag, dg, [[{"elapsed_steps": 50}] * 5] * 4).all()
+        with pytest.raises(KeyError, match="elapsed_steps"):  # truncation is a matter of the step count
+            env.compute_truncated(ag, dg, None)
+        assert not FetchEnv("reach", max_steps=None).compute_truncated(ag, dg, None).any()
     with pytest.raises(ValueError, match="goal shapes differ"):
         fetch_reward(np.zeros(3), np.zeros((2, 3)), 0.05, False)
     np.testing.assert_allclose(goal_distance(np.ones((2, 3)), np.zeros((2, 3))), np.sqrt(3.0))
@@ -396,6 +407,8 @@ def test_mat2euler_matches_scalar_path_and_roundtrips() -> None:
         ({"target_offset": (0.1, 0.2)}, ValueError, "target_offset must be"),
         ({"gripper_extra_height": None, "n_substeps": 0}, ValueError, "n_substeps must be a positive int"),
         ({"n_substeps": 2.5}, ValueError, "n_substeps must be a positive int"),
+        ({"max_steps": 0}, ValueError, "max_steps must be a positive int or None"),
+        ({"max_steps": True}, ValueError, "max_steps must be a positive int or None"),
         ({"initial_qpos": [("robot0:slide0", 0.4)]}, TypeError, "initial_qpos must be a dict"),
         ({"initial_qpos": {"robot0:nope": 0.4}}, ValueError, "unknown joint 'robot0:nope'"),
         ({"task": "push", "initial_qpos": {"object0:joint": [1.0, 2.0]}}, ValueError, "must have 7 value"),
