@@ -1,4 +1,4 @@
-"""Train DQN + HER on BitFlip (n_bits=15) and report the success rate: the README's main job.
+"""Train DQN + HER (our buffer) on BitFlip with 15 bits and report the success rate.
 
     python examples/bitflip_dqn_her.py [--n-bits 15] [--timesteps 10000] [--seed 0]
 
@@ -13,9 +13,9 @@ import time
 
 import gymnasium as gym
 from stable_baselines3 import DQN
-from stable_baselines3.her import HerReplayBuffer
 
 import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
+from her import HerReplayBuffer  # our drop-in for stable_baselines3.HerReplayBuffer
 
 
 def evaluate(model: DQN, env: gym.Env, n_episodes: int, seed: int) -> float:
