@@ -13,6 +13,7 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecNormalize
 
 import goalenvs  # noqa: F401  (registers the ids)
 
@@ -23,6 +24,9 @@ def load(run_dir: Path) -> tuple[BaseAlgorithm, dict]:
 
     run = json.loads((run_dir / "run.json").read_text())
     env = make_vec_env(run["env"], n_envs=1, env_kwargs=run["env_kwargs"])  # a HER model loads with its env
+    if (run_dir / "vecnormalize.pkl").exists():  # the observation statistics the policy was trained with
+        env = VecNormalize.load(str(run_dir / "vecnormalize.pkl"), env)
+        env.training, env.norm_reward = False, False
     model = algorithms()[run["algo"]].load(run_dir / "model.zip", env=env, device="cpu")
     return model, run
 
@@ -32,6 +36,7 @@ def record(
 ) -> float:
     """Write ``n_episodes`` deterministic episodes as an animated GIF; returns their success rate."""
     import imageio.v2 as imageio
+    from train import act
 
     env = gym.make(env_id, render_mode="rgb_array", **env_kwargs)
     frames, successes = [], 0
@@ -40,8 +45,7 @@ def record(
         frames.append(env.render())
         done, info = False, {}
         while not done:
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, terminated, truncated, info = env.step(action)
+            obs, _, terminated, truncated, info = env.step(act(model, obs))
             frames.append(env.render())
             done = terminated or truncated
         successes += bool(info.get("is_success", False))

@@ -3,8 +3,8 @@
     python examples/fetch_her.py                                    # FetchReach, SAC, 10k steps
     python examples/fetch_her.py --task Push --algo tqc --timesteps 1000000
 
-Reach needs a small network and a few thousand steps; Push (and Slide, PickAndPlace) needs the
-RL Zoo's TQC setup and about a million steps.
+Reach needs a small network, normalised observations and a few thousand steps; Push (and Slide,
+PickAndPlace) needs the RL Zoo's TQC setup and about a million steps.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import time
 
-import gymnasium as gym
 from sb3_contrib import TQC
 from stable_baselines3 import SAC
+from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
-from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import VecNormalize
 
 import goalenvs  # noqa: F401  (registers goalenvs/Fetch*-v0)
 from her import HerReplayBuffer
@@ -36,14 +36,15 @@ def main() -> None:
     parser.add_argument("--eval-episodes", type=int, default=100)
     args = parser.parse_args()
 
-    env_id = f"goalenvs/Fetch{args.task}-v0"
-    params = dict(SMALL if args.task == "Reach" else LARGE)
+    env_id, reach = f"goalenvs/Fetch{args.task}-v0", args.task == "Reach"
+    env = make_vec_env(env_id, seed=args.seed)
+    if reach:  # the RL Zoo normalises Reach's observations (running mean and std of each entry)
+        env = VecNormalize(env, gamma=0.95)
+    params = dict(SMALL if reach else LARGE)
     if args.algo == "tqc":
-        params["policy_kwargs"] = {**params["policy_kwargs"], "n_critics": 1 if args.task == "Reach" else 2}
+        params["policy_kwargs"] = {**params["policy_kwargs"], "n_critics": 1 if reach else 2}
     model = (TQC if args.algo == "tqc" else SAC)(
-        "MultiInputPolicy",
-        gym.make(env_id),
-        replay_buffer_class=HerReplayBuffer,
+        "MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer,
         replay_buffer_kwargs={"n_sampled_goal": 4, "goal_selection_strategy": "future"},
         buffer_size=1_000_000, gamma=0.95, learning_rate=1e-3, seed=args.seed, **params,
     )  # fmt: skip
@@ -52,9 +53,11 @@ def main() -> None:
     minutes = (time.perf_counter() - start) / 60
     model.save(f"fetch{args.task.lower()}_{args.algo}_her")
 
+    eval_env = make_vec_env(env_id, seed=args.seed + 10_000)  # wrapped in a Monitor, as evaluate_policy wants
+    if reach:  # the same, frozen statistics
+        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
+        eval_env.obs_rms = env.obs_rms
     successes: list[bool] = []  # Fetch never terminates: success is info["is_success"] at the 50th step
-    eval_env = Monitor(gym.make(env_id))
-    eval_env.reset(seed=args.seed + 10_000)
     evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
                     callback=lambda loc, _: loc["done"] and successes.append(bool(loc["info"]["is_success"])))  # fmt: skip
     print(f"{env_id} {args.algo.upper()}+HER, {args.timesteps} steps, seed {args.seed}: success rate "

@@ -32,6 +32,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.vec_env import VecNormalize
 
 import goalenvs
 from her import HerReplayBuffer
@@ -64,7 +65,7 @@ def load_hyperparams(conf_file: Path, env_id: str) -> dict[str, Any]:
     if env_id not in entries:
         raise SystemExit(f"error: {conf_file} has no entry for {env_id!r}; it has {sorted(entries)}")
     params = dict(entries[env_id])
-    for key in ("policy_kwargs", "replay_buffer_kwargs", "replay_buffer_class"):
+    for key in ("policy_kwargs", "replay_buffer_kwargs", "replay_buffer_class", "normalize"):
         if isinstance(params.get(key), str):
             params[key] = eval(params[key], _EVAL_NAMES)  # trusted, repo-local files, as in the RL Zoo
     return params
@@ -106,6 +107,14 @@ class EvalSuccess(BaseCallback):
         return True
 
 
+def act(model: BaseAlgorithm, obs: dict[str, np.ndarray]) -> np.ndarray:
+    """The deterministic action for one raw observation, normalised first if the model trains on a VecNormalize."""
+    normalizer = model.get_vec_normalize_env()
+    if normalizer is not None:
+        obs = normalizer.normalize_obs(obs)
+    return model.predict(obs, deterministic=True)[0]
+
+
 def evaluate(model: BaseAlgorithm, env: gym.Env, n_episodes: int, seed: int) -> tuple[float, float]:
     """(success rate, mean return) of ``n_episodes`` deterministic episodes; success is ``info["is_success"]``."""
     successes, total = 0, 0.0
@@ -113,7 +122,7 @@ def evaluate(model: BaseAlgorithm, env: gym.Env, n_episodes: int, seed: int) -> 
     for _ in range(n_episodes):
         done, info = False, {}
         while not done:
-            action, _ = model.predict(obs, deterministic=True)
+            action = act(model, obs)
             obs, reward, terminated, truncated, info = env.step(action)
             total += float(reward)
             done = terminated or truncated
@@ -172,7 +181,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def build_model(args: argparse.Namespace, params: dict[str, Any], env_kwargs: dict) -> BaseAlgorithm:
     params = dict(params)
-    for key in ("n_timesteps", "n_envs", "env_kwargs", "normalize"):
+    normalize = params.pop("normalize", False)
+    for key in ("n_timesteps", "n_envs", "env_kwargs"):
         params.pop(key, None)
     her_kwargs = dict(params.pop("replay_buffer_kwargs", {}))
     params.pop("replay_buffer_class", None)  # always ours here
@@ -181,6 +191,9 @@ def build_model(args: argparse.Namespace, params: dict[str, Any], env_kwargs: di
     if args.n_sampled_goal is not None:
         her_kwargs["n_sampled_goal"] = args.n_sampled_goal
     env = make_vec_env(args.env, n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs)
+    if normalize:  # as the RL Zoo: True, or the keyword arguments of VecNormalize
+        norm_kwargs = normalize if isinstance(normalize, dict) else {}
+        env = VecNormalize(env, **{"gamma": params.get("gamma", 0.99), **norm_kwargs})
     noise_std = params.pop("noise_std", None)
     if noise_std is not None:  # TD3/DDPG exploration, as the RL Zoo's noise_type: normal
         n = env.action_space.shape[0]
@@ -228,6 +241,9 @@ def main(argv: list[str] | None = None) -> float:
     wall = time.perf_counter() - start
 
     model.save(out / "model.zip")
+    normalizer = model.get_vec_normalize_env()
+    if normalizer is not None:
+        normalizer.save(str(out / "vecnormalize.pkl"))
     final = eval_cb.rows[-1]
     run = {
         "env": args.env,

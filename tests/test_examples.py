@@ -66,7 +66,14 @@ def test_train_writes_outputs_that_load(family: str, tmp_path: Path) -> None:
     if gif:
         assert (out / "policy.gif").read_bytes()[:6] == b"GIF89a"
 
+    # FetchReach trains on VecNormalize (normalize: True in the hyperparameter files): its statistics
+    # are saved, and enjoy.load puts them back, frozen.
+    assert (out / "vecnormalize.pkl").exists() == (family == "fetch")
     model, loaded_run = enjoy.load(out)
+    normalizer = model.get_vec_normalize_env()
+    assert (normalizer is not None) == (family == "fetch")
+    if normalizer is not None:
+        assert not normalizer.training and not normalizer.norm_reward
     assert loaded_run == run
     obs = model.get_env().reset()
     action, _ = model.predict(obs, deterministic=True)

@@ -704,6 +704,7 @@ def test_dqn_her_learns_bitflip_through_normalisation():
     pytest.importorskip("stable_baselines3")
     import torch
     from stable_baselines3 import DQN
+
     from her import HerReplayBuffer
 
     torch.set_num_threads(1)
