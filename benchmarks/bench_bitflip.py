@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import Row, median_rate
+from benchmarks.common import Row, interleaved_rates, median_rate
 from goalenvs.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 
 N_BITS = 10
@@ -40,9 +40,15 @@ def _vector_loop(env: BitFlipVectorEnv, n_steps: int):
 def run(quick: bool) -> list[Row]:
     from stable_baselines3.common.envs import BitFlippingEnv
 
-    repeats, n_steps, vec_steps = (3, 2_000, 50) if quick else (7, 20_000, 500)
-    peer = median_rate(_single_loop(BitFlippingEnv(n_bits=N_BITS), n_steps), n_steps, repeats)
-    ours = median_rate(_single_loop(BitFlipEnv(n_bits=N_BITS), n_steps), n_steps, repeats)
+    repeats, n_steps, vec_steps = (3, 2_000, 50) if quick else (15, 20_000, 500)
+    ours, peer = interleaved_rates(
+        [
+            _single_loop(BitFlipEnv(n_bits=N_BITS), n_steps),
+            _single_loop(BitFlippingEnv(n_bits=N_BITS), n_steps),
+        ],
+        n_steps,
+        repeats,
+    )
     rows = [Row("bitflip", f"single env, n_bits={N_BITS}", "steps/s", ours, peer, "sb3 BitFlippingEnv")]
     for num_envs in (64, 1024):
         vec = BitFlipVectorEnv(num_envs=num_envs, n_bits=N_BITS)

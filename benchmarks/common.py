@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Row", "median_rate", "median_seconds"]
+__all__ = ["Row", "interleaved_rates", "median_rate", "median_seconds"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +47,18 @@ def median_seconds(fn: Callable[[], object], repeats: int) -> float:
 def median_rate(fn: Callable[[], object], work: int, repeats: int) -> float:
     """Median rate of ``fn()``, which does ``work`` units per call, in units per second."""
     return work / median_seconds(fn, repeats)
+
+
+def interleaved_rates(fns: list[Callable[[], object]], work: int, repeats: int) -> list[float]:
+    """Median rates of several ``fns`` (each doing ``work`` units per call), timed in turn per repeat.
+
+    Alternating the candidates round by round spreads a noisy machine's slow spells over all of them,
+    so their ratio is steadier than that of back-to-back medians.
+    """
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, bucket in zip(fns, times, strict=True):
+            start = time.perf_counter()
+            fn()
+            bucket.append(time.perf_counter() - start)
+    return [work / statistics.median(bucket) for bucket in times]

@@ -52,6 +52,26 @@ def test_flipping_the_differing_bits_solves_the_episode(kwargs):
 
 
 @pytest.mark.parametrize("kwargs", OBS_KWARGS, ids=str)
+def test_step_answers_are_the_compute_functions_answers(kwargs):
+    # step derives reward and truncation from the success flag and the step counter; they must stay
+    # what compute_reward / compute_truncated say, for every observation type, through resets.
+    env = _make(n_bits=3, max_steps=4, **kwargs)
+    env.reset(seed=5)
+    env.action_space.seed(5)
+    seen = set()
+    for _ in range(300):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        args = (obs["achieved_goal"], obs["desired_goal"], info)
+        assert type(reward) is float and reward == env.compute_reward(*args)
+        assert terminated == env.compute_terminated(*args) == info["is_success"]
+        assert truncated == env.compute_truncated(*args)
+        seen.add((terminated, truncated))
+        if terminated or truncated:
+            env.reset()
+    assert {(True, False), (False, True), (False, False)} <= seen
+
+
+@pytest.mark.parametrize("kwargs", OBS_KWARGS, ids=str)
 @pytest.mark.parametrize("batch_shape", [(), (1,), (7,), (3, 4)], ids=str)
 def test_compute_functions_are_vectorized(kwargs, batch_shape):
     task = BitFlipTask(n_bits=5, **kwargs)

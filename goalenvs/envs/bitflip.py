@@ -485,11 +485,14 @@ class BitFlipEnv(GoalEnv[dict[str, np.ndarray], Any]):
         obs = self._obs()
         ag, dg = obs["achieved_goal"], obs["desired_goal"]
         info: dict[str, Any] = {"elapsed_steps": self._steps}
-        # The contract by construction: the step's reward and flags are the pure functions' answers.
+        # Success is the pure function's answer. The reward and the time limit are then read off it and
+        # off the step counter, exactly as compute_reward (0 on success, -1 otherwise) and
+        # compute_truncated (elapsed_steps >= max_steps) define them, at a third of the cost of calling
+        # them on a batch of one; tests compare the three with the pure functions at every step.
         terminated = bool(self.compute_terminated(ag, dg, info))
         info["is_success"] = terminated
-        reward = float(self.compute_reward(ag, dg, info))
-        truncated = bool(self.compute_truncated(ag, dg, info))
+        reward = 0.0 if terminated else -1.0
+        truncated = self._steps >= self.task.max_steps
         return obs, reward, terminated, truncated, info
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
