@@ -13,6 +13,7 @@ pytest.importorskip("stable_baselines3")
 pytest.importorskip("sb3_contrib")
 pytest.importorskip("matplotlib")
 pytest.importorskip("imageio")
+pytest.importorskip("yaml")
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))  # train.py and enjoy.py import each other as scripts do
