@@ -7,23 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.common import Row, interleaved_rates, median_rate
+from benchmarks.common import Row, interleaved_rates, median_rate, single_env_loop
 from goalenvs.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 
 N_BITS = 10
 
 
 def _single_loop(env, n_steps: int):
-    actions = np.random.default_rng(0).integers(0, N_BITS, n_steps).tolist()
-
-    def loop() -> None:
-        env.reset(seed=0)
-        for action in actions:
-            _, _, terminated, truncated, _ = env.step(action)
-            if terminated or truncated:
-                env.reset()
-
-    return loop
+    return single_env_loop(env, np.random.default_rng(0).integers(0, N_BITS, n_steps).tolist())
 
 
 def _vector_loop(env: BitFlipVectorEnv, n_steps: int):

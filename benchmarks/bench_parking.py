@@ -14,23 +14,16 @@ import gymnasium as gym
 import numpy as np
 
 import goalenvs
-from benchmarks.common import Row, median_rate
+from benchmarks.common import Row, median_rate, single_env_loop
 from goalenvs.envs.parking import ParkingVectorEnv
 
 gym.register_envs(goalenvs)
 
 
 def _single_loop(env: gym.Env, n_steps: int):
-    actions = list(np.random.default_rng(0).uniform(-1, 1, (n_steps, 2)).astype(np.float32))
-
-    def loop() -> None:
-        env.reset(seed=0)
-        for action in actions:
-            _, _, terminated, truncated, _ = env.step(action)
-            if terminated or truncated:
-                env.reset()
-
-    return loop
+    return single_env_loop(
+        env, list(np.random.default_rng(0).uniform(-1, 1, (n_steps, 2)).astype(np.float32))
+    )
 
 
 def _vector_loop(env: ParkingVectorEnv, n_steps: int):

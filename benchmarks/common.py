@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Row", "interleaved_rates", "median_rate", "median_seconds"]
+__all__ = ["Row", "interleaved_rates", "median_rate", "median_seconds", "single_env_loop"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,16 @@ def interleaved_rates(fns: list[Callable[[], object]], work: int, repeats: int) 
             fn()
             bucket.append(time.perf_counter() - start)
     return [work / statistics.median(bucket) for bucket in times]
+
+
+def single_env_loop(env: Any, actions: Sequence[Any]) -> Callable[[], None]:
+    """A training loop's env work: reset with seed 0, step through ``actions``, reset on episode end."""
+
+    def loop() -> None:
+        env.reset(seed=0)
+        for action in actions:
+            _, _, terminated, truncated, _ = env.step(action)
+            if terminated or truncated:
+                env.reset()
+
+    return loop

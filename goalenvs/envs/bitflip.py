@@ -413,7 +413,26 @@ def _check_render_mode(render_mode: str | None, modes: list[str]) -> str | None:
     return render_mode
 
 
-class BitFlipEnv(GoalEnv[dict[str, np.ndarray], Any]):
+class _BitFlipGoalFunctions:
+    """The env's ``compute_*`` methods: its task's pure functions. Shared by :class:`BitFlipEnv` and
+    :class:`BitFlipVectorEnv`."""
+
+    task: BitFlipTask
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
+        """0 where ``achieved_goal`` equals ``desired_goal``, else -1: float32 array of the batch shape."""
+        return self.task.compute_reward(achieved_goal, desired_goal, info)
+
+    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
+        """True where the goal is reached: bool array of the batch shape."""
+        return self.task.compute_terminated(achieved_goal, desired_goal, info)
+
+    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """True where ``info["elapsed_steps"] >= max_steps``: bool array of the batch shape."""
+        return self.task.compute_truncated(achieved_goal, desired_goal, info)
+
+
+class BitFlipEnv(_BitFlipGoalFunctions, GoalEnv[dict[str, np.ndarray], Any]):
     __doc__ = "Flip bits to match a goal bit string: the HER paper's toy task, as a GoalEnv.\n" + _ENV_DOC
 
     metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}
@@ -495,18 +514,6 @@ class BitFlipEnv(GoalEnv[dict[str, np.ndarray], Any]):
         truncated = self._steps >= self.task.max_steps
         return obs, reward, terminated, truncated, info
 
-    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
-        """0 where ``achieved_goal`` equals ``desired_goal``, else -1: float32 array of the batch shape."""
-        return self.task.compute_reward(achieved_goal, desired_goal, info)
-
-    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
-        """True where the goal is reached: bool array of the batch shape."""
-        return self.task.compute_terminated(achieved_goal, desired_goal, info)
-
-    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """True where ``info["elapsed_steps"] >= max_steps``: bool array of the batch shape."""
-        return self.task.compute_truncated(achieved_goal, desired_goal, info)
-
     def render(self) -> np.ndarray | str | None:
         if self.render_mode == "rgb_array":
             return _render_rgb(self._state[0], self._goal[0])
@@ -515,7 +522,7 @@ class BitFlipEnv(GoalEnv[dict[str, np.ndarray], Any]):
         return None
 
 
-class BitFlipVectorEnv(VectorEnv):
+class BitFlipVectorEnv(_BitFlipGoalFunctions, VectorEnv):
     __doc__ = (
         "N BitFlip envs stepped with array operations (``gym.make_vec('goalenvs/BitFlip-v0', num_envs=N)``).\n"
         + _ENV_DOC
@@ -658,18 +665,6 @@ class BitFlipVectorEnv(VectorEnv):
         else:
             self._autoreset = done
         return obs, rewards, terminated, truncated, info
-
-    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
-        """0 where ``achieved_goal`` equals ``desired_goal``, else -1: float32 array of the batch shape."""
-        return self.task.compute_reward(achieved_goal, desired_goal, info)
-
-    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
-        """True where the goal is reached: bool array of the batch shape."""
-        return self.task.compute_terminated(achieved_goal, desired_goal, info)
-
-    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """True where ``info["elapsed_steps"] >= max_steps``: bool array of the batch shape."""
-        return self.task.compute_truncated(achieved_goal, desired_goal, info)
 
     def render(self) -> tuple[Any, ...] | None:
         if self.render_mode == "rgb_array":

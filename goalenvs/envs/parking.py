@@ -992,7 +992,45 @@ def _check_render_mode(render_mode: str | None) -> None:
         raise ValueError(f"render_mode must be None or one of {_RENDER_MODES}, got {render_mode!r}")
 
 
-class ParkingEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
+class _ParkingGoalFunctions:
+    """The three task functions, bound to an env's settings (``config`` and ``_weights``); pure: they
+    read no state. Shared by :class:`ParkingEnv` and :class:`ParkingVectorEnv`."""
+
+    config: ParkingConfig
+    _weights: np.ndarray
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any, p: float = 0.5) -> np.ndarray:
+        """``-(|achieved - desired| . reward_weights) ** p + collision_reward * info["crashed"]``.
+
+        Vectorized over leading batch dimensions. ``info`` is a step's info, a dict of arrays, a batch
+        of info dicts (what a replay buffer stores), or None for the goal term alone. The crash term
+        does not depend on the goal, so it is kept when a transition is relabelled with another goal.
+        """
+        return compute_reward(
+            achieved_goal,
+            desired_goal,
+            info,
+            reward_weights=self._weights,
+            collision_reward=self.config.collision_reward,
+            p=p,
+        )
+
+    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """Success (goal term > -success_goal_reward) or ``info["crashed"]``."""
+        return compute_terminated(
+            achieved_goal,
+            desired_goal,
+            info,
+            reward_weights=self._weights,
+            success_goal_reward=self.config.success_goal_reward,
+        )
+
+    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """``info["time"] >= duration``."""
+        return compute_truncated(achieved_goal, desired_goal, info, duration=self.config.duration)
+
+
+class ParkingEnv(_ParkingGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarray]):
     """Park a car in a given spot of a parking lot: highway-env's ``parking-v0``, ~100x faster.
 
     ## Description
@@ -1081,37 +1119,6 @@ class ParkingEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         self._background: np.ndarray | None = None
         self._window: Any = None
 
-    # The three task functions, bound to this env's settings (pure: they read no state).
-    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any, p: float = 0.5) -> np.ndarray:
-        """``-(|achieved - desired| . reward_weights) ** p + collision_reward * info["crashed"]``.
-
-        Vectorized over leading batch dimensions. ``info`` is a step's info, a dict of arrays, a batch
-        of info dicts (what a replay buffer stores), or None for the goal term alone. The crash term
-        does not depend on the goal, so it is kept when a transition is relabelled with another goal.
-        """
-        return compute_reward(
-            achieved_goal,
-            desired_goal,
-            info,
-            reward_weights=self._weights,
-            collision_reward=self.config.collision_reward,
-            p=p,
-        )
-
-    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """Success (goal term > -success_goal_reward) or ``info["crashed"]``."""
-        return compute_terminated(
-            achieved_goal,
-            desired_goal,
-            info,
-            reward_weights=self._weights,
-            success_goal_reward=self.config.success_goal_reward,
-        )
-
-    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """``info["time"] >= duration``."""
-        return compute_truncated(achieved_goal, desired_goal, info, duration=self.config.duration)
-
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -1187,7 +1194,7 @@ class ParkingEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
             self._window = None
 
 
-class ParkingVectorEnv(VectorEnv):
+class ParkingVectorEnv(_ParkingGoalFunctions, VectorEnv):
     """``num_envs`` parking lots stepped as one batch (see :class:`ParkingEnv` for the task).
 
     ``gym.make_vec("goalenvs/Parking-v0", num_envs=N, **kwargs)``. Same arguments as ParkingEnv.
@@ -1219,31 +1226,6 @@ class ParkingVectorEnv(VectorEnv):
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._rngs: list[np.random.Generator] | None = None
         self._background: np.ndarray | None = None
-
-    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any, p: float = 0.5) -> np.ndarray:
-        """Same as :meth:`ParkingEnv.compute_reward`."""
-        return compute_reward(
-            achieved_goal,
-            desired_goal,
-            info,
-            reward_weights=self._weights,
-            collision_reward=self.config.collision_reward,
-            p=p,
-        )
-
-    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """Same as :meth:`ParkingEnv.compute_terminated`."""
-        return compute_terminated(
-            achieved_goal,
-            desired_goal,
-            info,
-            reward_weights=self._weights,
-            success_goal_reward=self.config.success_goal_reward,
-        )
-
-    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """Same as :meth:`ParkingEnv.compute_truncated`."""
-        return compute_truncated(achieved_goal, desired_goal, info, duration=self.config.duration)
 
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
