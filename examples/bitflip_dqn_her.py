@@ -64,12 +64,14 @@ def main() -> None:
     start = time.perf_counter()
     model.learn(total_timesteps=args.timesteps)
     minutes = (time.perf_counter() - start) / 60
+    model.save("bitflip_dqn_her")
     success = evaluate(
         model, gym.make("goalenvs/BitFlip-v0", n_bits=args.n_bits), args.eval_episodes, args.seed + 1
     )
     print(
         f"BitFlip n_bits={args.n_bits}, DQN+HER, {args.timesteps} steps, seed {args.seed}: "
-        f"success rate {success:.1%} over {args.eval_episodes} episodes ({minutes:.1f} min of training)"
+        f"success rate {success:.1%} over {args.eval_episodes} episodes ({minutes:.1f} min of training); "
+        "model in bitflip_dqn_her.zip"
     )
 
 
