@@ -329,6 +329,41 @@ def test_seeding_is_deterministic():
     np.testing.assert_array_equal(vec_a.reset(seed=[9, 3, 9, 9, 9])[0]["desired_goal"][1], single)
 
 
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_copies_continue_exactly_like_the_original(how):
+    """A copy taken mid-episode (crashes and pushes included) steps on exactly as the original."""
+    import copy
+    import pickle
+
+    def clone(env):
+        return pickle.loads(pickle.dumps(env)) if how == "pickle" else copy.deepcopy(env)
+
+    rng = np.random.default_rng(5)
+    vec = ParkingVectorEnv(num_envs=16, vehicles_count=6)
+    vec.reset(seed=0)
+    single = ParkingEnv(vehicles_count=6)
+    single.reset(seed=0, options={"ego_pose": (0.0, -15.0, -np.pi / 2)})  # drives into the wall
+    for _ in range(20):
+        vec.step(rng.uniform(-1, 1, (16, 2)))
+        single.step(np.array([1.0, 0.0]))
+    pairs = [(vec, clone(vec)), (single, clone(single))]
+    crashed = 0
+    for step in range(60):
+        actions = rng.uniform(-1, 1, (16, 2))
+        for original, copied in pairs:
+            action = actions if original is vec else np.array([1.0, 0.0])
+            out_a, out_b = original.step(action), copied.step(action)
+            for key in out_a[0]:
+                np.testing.assert_array_equal(out_a[0][key], out_b[0][key])
+            for a, b in zip(out_a[1:4], out_b[1:4]):
+                np.testing.assert_array_equal(a, b)
+            crashed += int(np.sum(out_a[4]["crashed"]))
+            if original is single and (out_a[2] or out_a[3]):
+                original.reset(seed=step)
+                copied.reset(seed=step)
+    assert crashed > 0, "the rollout should cover collisions"
+
+
 def test_goal_sampling_never_uses_the_ego_spot_and_is_uniform_over_the_rest():
     env = ParkingVectorEnv(num_envs=4000, vehicles_count=3)
     obs, _ = env.reset(seed=0)
