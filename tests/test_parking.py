@@ -355,7 +355,7 @@ def test_copies_continue_exactly_like_the_original(how):
             out_a, out_b = original.step(action), copied.step(action)
             for key in out_a[0]:
                 np.testing.assert_array_equal(out_a[0][key], out_b[0][key])
-            for a, b in zip(out_a[1:4], out_b[1:4]):
+            for a, b in zip(out_a[1:4], out_b[1:4], strict=True):
                 np.testing.assert_array_equal(a, b)
             crashed += int(np.sum(out_a[4]["crashed"]))
             if original is single and (out_a[2] or out_a[3]):
