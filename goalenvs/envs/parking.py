@@ -344,6 +344,73 @@ def compute_truncated(achieved_goal: Any, desired_goal: Any, info: Any, *, durat
 # Axis i is SIGN[i] times base direction BASE[i] of [e, e_perp, u, u_perp] (u: the obstacle's direction).
 _AXIS_BASE = np.array([0, 1, 0, 1, 2, 3, 2, 3])
 _AXIS_SIGN = np.array([-1.0, 1.0, 1.0, -1.0, -1.0, 1.0, 1.0, -1.0])
+# Index arrays of the push's single gathers (see _sat_push): the rows centre, half_a, half_b, along of
+# the projection block on each of the 8 axes' base directions; and each base's column in the vectors.
+_PUSH_ROWS = np.array([0, 5, 6, 1])[:, None, None]
+_AXIS_BASE_COLUMN = _AXIS_BASE + 1
+
+
+def _sat_vectors(rx, ry, cos_h, sin_h, cos_o, sin_o) -> np.ndarray:
+    """The 5 vectors of the separating-axis test as a ``(2, 5, M)`` block of x and y rows: the centre gap
+    r, then the 4 base directions ``[e, e_perp, u, u_perp]`` (e: the car's direction, u: the obstacle's)."""
+    return np.array([[rx, cos_h, -sin_h, cos_o, -sin_o], [ry, sin_h, cos_h, sin_o, cos_o]])
+
+
+def _sat_test(
+    vectors: np.ndarray, travel: np.ndarray, half_length_o: np.ndarray, half_width_o: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``will_intersect`` of each pair and the projection block the other answers are read from.
+
+    ``vectors``: :func:`_sat_vectors`. The block ``(8, 4, M)`` holds, per base direction b: the 5
+    projections ``v . b`` (rows 0-4: the centre gap's, then e's, e_perp's, u's, u_perp's), the car's
+    and the obstacle's half extents (rows 5, 6) and their sum (row 7). These arrays hold a handful of
+    pairs, so the cost is the number of numpy calls: each row is written in place by one call.
+    """
+    vx, vy = vectors
+    m = vx.shape[1]
+    block = np.empty((8, 4, m))
+    proj = block[:5]
+    # proj[i, j] = v_i . b_j: one broadcast product for the 5 x 4 dot products.
+    np.multiply(vx[:, None], vx[1:], out=proj)
+    proj += vy[:, None] * vy[1:]
+    extent = np.abs(proj[1:])  # |e . b|, |e_perp . b|, |u . b|, |u_perp . b|
+    # The car's half extent |e . b| L/2 + |e_perp . b| W/2 (W/2 = 1: no product, the same bits).
+    half_a, half_b, reach = block[5], block[6], block[7]
+    np.multiply(extent[0], CAR_LENGTH / 2, out=half_a)
+    half_a += extent[1]
+    np.multiply(extent[2], half_length_o, out=half_b)
+    half_b += extent[3] * half_width_o
+    np.add(half_a, half_b, out=reach)
+    # An axis and its opposite separate alike, so the 4 directions decide the flag: apart on one when
+    # the centres' gap exceeds the half extents, the car's swept by half its displacement.
+    sweep = (travel / 2) * proj[1]  # e . b is the car's displacement along b per unit of travel
+    within = np.abs(proj[0] + sweep) <= reach + np.abs(sweep)
+    return np.logical_and.reduce(within, axis=0), block
+
+
+def _sat_intersecting(block: np.ndarray) -> np.ndarray:
+    """Whether each pair overlaps now (no sweep): within reach on every base direction."""
+    return np.logical_and.reduce(np.abs(block[0]) <= block[7], axis=0)
+
+
+def _sat_push(vectors: np.ndarray, block: np.ndarray, travel: np.ndarray, hit: np.ndarray) -> np.ndarray:
+    """highway-env's push ``(2, H)`` for the pairs ``hit``: out of the obstacle along the axis of least
+    overlap, from its signed distances on the 8 axes (an axis and its opposite can measure the
+    overlap from different ends, so the 4 directions do not suffice here)."""
+    sign = _AXIS_SIGN[:, None]
+    centre, half_a8, half_b8, along = block[_PUSH_ROWS, _AXIS_BASE[:, None], hit]  # each (8, H)
+    centre8 = centre * sign
+    projection = (travel[hit] * along) * sign
+    min_a = centre8 - half_a8 + np.minimum(projection, 0.0)
+    max_a = centre8 + half_a8 + np.maximum(projection, 0.0)
+    low = -half_b8
+    distance = np.abs(np.where(min_a < low, low - max_a, min_a - half_b8))
+    best = distance.argmin(axis=0)  # the first axis of least overlap, as highway-env
+    axis = vectors[:, _AXIS_BASE_COLUMN[best], hit] * _AXIS_SIGN[best]  # (2, H)
+    # Push the car away from the obstacle: the axis's sign follows the centre gap.
+    gap = vectors[:, 0, hit] * axis
+    axis = np.where(gap[0] + gap[1] > 0, axis, -axis)
+    return distance[best, np.arange(hit.size)] * axis
 
 
 def box_collision(
@@ -371,46 +438,13 @@ def box_collision(
     half extent, ``|n . e| L/2 + |n . e_perp| W/2``, instead of the min and max over its 4 rotated
     corners: the same intervals up to rounding (1e-15 m), for a fraction of the array work.
     """
-    c, s = np.cos(heading), np.sin(heading)
-    # Rows: the centre gap r, then the 4 base directions [e, e_perp, u, u_perp] (e: the car's
-    # direction, u: the obstacle's), as x and y planes over the pairs. One broadcast product projects
-    # the 5 vectors on the 4 directions: proj[i, j] = v_i . b_j, shape (5, 4, M). These arrays hold a
-    # handful of pairs, so the cost is the number of numpy calls: one product rather than twenty.
-    vx, vy = np.array([[rx, c, -s, cos_o, -sin_o], [ry, s, c, sin_o, cos_o]])
-    base_x, base_y = vx[1:], vy[1:]
-    proj = vx[:, None] * base_x + vy[:, None] * base_y
-    centre = proj[0]  # the centre gap's projection on each direction
-    along = proj[1]  # e . b: also the car's displacement per unit of travel
-    extent = np.abs(proj[1:])  # |e . b|, |e_perp . b|, |u . b|, |u_perp . b|
-    half_a = extent[0] * (CAR_LENGTH / 2) + extent[1] * (CAR_WIDTH / 2)
-    half_b = extent[2] * half_length_o + extent[3] * half_width_o
-    reach = half_a + half_b
-    # An axis and its opposite separate alike, so the 4 directions decide both flags: apart on one
-    # when the centres' gap exceeds the half extents (the car's swept by half its displacement).
-    intersecting = (np.abs(centre) <= reach).all(axis=0)
-    sweep = (travel / 2) * along
-    will_intersect = (np.abs(centre + sweep) <= reach + np.abs(sweep)).all(axis=0)
+    vectors = _sat_vectors(rx, ry, np.cos(heading), np.sin(heading), cos_o, sin_o)
+    will, block = _sat_test(vectors, travel, half_length_o, half_width_o)
     translation = np.zeros((len(rx), 2))
-    hit = np.flatnonzero(will_intersect)
+    hit = will.nonzero()[0]
     if hit.size:
-        # The push needs highway-env's signed distances on its 8 axes (an axis and its opposite
-        # can measure the overlap from different ends): expand the hits to them.
-        sign = _AXIS_SIGN[:, None]
-        rows = np.array([centre, half_a, half_b, along])[:, _AXIS_BASE[:, None], hit]  # (4, 8, H)
-        centre8, half_a8, half_b8 = rows[0] * sign, rows[1], rows[2]
-        projection = (travel[hit] * rows[3]) * sign
-        min_a = centre8 - half_a8 + np.minimum(projection, 0.0)
-        max_a = centre8 + half_a8 + np.maximum(projection, 0.0)
-        distance = np.abs(np.where(min_a < -half_b8, -half_b8 - max_a, min_a - half_b8))
-        best = np.argmin(distance, axis=0)  # the first axis of least overlap, as highway-env
-        columns = np.arange(hit.size)
-        base, axis_sign = _AXIS_BASE[best], _AXIS_SIGN[best]
-        axis = np.array([base_x[base, hit], base_y[base, hit]]).T * axis_sign[:, None]
-        # Push the car away from the obstacle: the axis's sign follows the centre gap.
-        towards_car = rx[hit] * axis[:, 0] + ry[hit] * axis[:, 1] > 0
-        axis = np.where(towards_car[:, None], axis, -axis)
-        translation[hit] = distance[best, columns, None] * axis
-    return intersecting, will_intersect, translation
+        translation[hit] = _sat_push(vectors, block, travel, hit).T
+    return _sat_intersecting(block), will, translation
 
 
 # --------------------------------------------------------------------------------------------------
@@ -539,7 +573,19 @@ class ParkingBatch:
         self.obst_diagonal = np.sqrt(self.obst_length**2 + self.obst_width**2)
         # highway-env splits a car-car push between both cars but gives a wall push wholly to the car.
         self.obst_push_share = np.concatenate([np.full(v, 0.5), np.ones(len(walls))])
+        # Per obstacle column: half length, half width, and the bounding radius of car and obstacle
+        # (highway-env's quick test), gathered by column for the candidate pairs in one call.
+        self._obst_shape = np.array(
+            [self.obst_length / 2, self.obst_width / 2, (CAR_DIAGONAL + self.obst_diagonal) / 2]
+        )
         self._walls = walls
+        # With walls and no parked cars, every lot's obstacles are the same 4 axis-aligned walls: the
+        # broad phase then needs only each lot's distance to the lot's inner edges (see _broad_phase).
+        self._walls_only = v == 0 and len(walls) > 0
+        self._inner_edges = np.array(
+            [[LOT_WIDTH / 2 - WALL_THICKNESS / 2], [LOT_HEIGHT / 2 - WALL_THICKNESS / 2]]
+        )
+        self._obst_columns = np.arange(self.k)
         # The largest speed change over one action, used to bound how far the car can travel in it.
         self._max_speed_gain = c.frames * c.acceleration_range * self.dt
         self._acc_slope = (c.acceleration_range - -c.acceleration_range) / 2.0
@@ -550,7 +596,7 @@ class ParkingBatch:
         self._ego = np.zeros((4, n))
         self.x, self.y, self.heading, self.speed = self._ego
         self.crashed = np.zeros(n, dtype=bool)
-        self.impact = np.zeros((n, 2))
+        self.impact = np.zeros((2, n))  # the pending push (x and y rows), where has_impact
         self.has_impact = np.zeros(n, dtype=bool)
         self.time = np.zeros(n)
         self.goal = np.zeros((n, 3))
@@ -563,11 +609,13 @@ class ParkingBatch:
         self.obst_cos = np.cos(self.obst_heading)
         self.obst_sin = np.sin(self.obst_heading)
         self.obst_impact = np.zeros((n, self.k, 2))
-        self.obst_has_impact = np.zeros((n, self.k), dtype=bool)
         self._any_obst_impact = False
         self._any_impact = False  # whether has_impact has any True (saves a reduction per step)
         self._goal_obs = np.zeros((n, OBS_DIM))
         self._map_consts: dict[np.dtype, tuple[np.ndarray, ...]] = {}
+        # Scratch rows of one integration step (dx, dy, dheading, dspeed) and the direction of travel.
+        self._delta = np.empty((4, n))
+        self._direction = np.empty(n)
         # Lot 0's obstacles as Python floats for the single-lot broad phase; None when stale.
         self._obstacle_rows: list[tuple[float, ...]] | None = None
 
@@ -610,7 +658,7 @@ class ParkingBatch:
         self.time[idx] = 0.0
         self.goal[idx] = goal
         if self._any_impact:
-            self.impact[idx] = 0.0
+            self.impact[:, idx] = 0.0
             self.has_impact[idx] = False
             self._any_impact = bool(self.has_impact.any())
         v = self.n_vehicles
@@ -622,7 +670,6 @@ class ParkingBatch:
             self.obst_cos[idx, :v] = np.cos(SPOT_HEADING[parked])
             self.obst_sin[idx, :v] = np.sin(SPOT_HEADING[parked])
             self.obst_impact[idx] = 0.0
-            self.obst_has_impact[idx] = False
         self._obstacle_rows = None
         # The desired goal only changes here, so build its observation once.
         goal_obs = np.zeros((m, OBS_DIM))
@@ -671,31 +718,33 @@ class ParkingBatch:
         if self.n == 1 and self._free_driving():
             self._drive_one(action[0])
             return
+        if skip is not None and skip.size:
+            # Lots about to be reset drive as they like: their result is thrown away, so they get no
+            # crash handling, no pending push and no collision test (reset rewrites all of it).
+            self.crashed[skip] = False
+            self.has_impact[skip] = False
+        else:
+            skip = None
         mapped = self._map_action(action)
         accel, steer = mapped[:, 0], mapped[:, 1]
         beta = np.arctan(1 / 2 * np.tan(steer))
         sin_beta = np.sin(beta)
         dt = self.dt
 
-        candidates = self._broad_phase(skip) if self.k else None
-        pair_data: tuple[np.ndarray, ...] | None = None
+        speed = np.abs(self.speed)
+        pair_data = self._pair_data(self._broad_phase(speed, skip)) if self.k else None
         # Speed caps only bite once |speed| could pass 40 m/s during this action; skip them otherwise.
-        cap_speed = float(np.abs(self.speed).max()) + self._max_speed_gain > MAX_SPEED
-        # Lots about to be reset are left to drive as they like: their crash handling is wasted work.
+        cap_speed = float(speed.max()) + self._max_speed_gain > MAX_SPEED
+        ego, delta, direction = self._ego, self._delta, self._direction
         crashed = self.crashed
-        if skip is not None and skip.size:
-            crashed = crashed.copy()
-            crashed[skip] = False
         any_crashed = bool(crashed.any())
+        crashes_changed = any_crashed  # whether beta and sin_beta still miss a crashed lot
         for _ in range(c.frames):
             if any_crashed:
-                if skip is not None and skip.size:
-                    crashed = self.crashed.copy()
-                    crashed[skip] = False
-                else:
-                    crashed = self.crashed
-                beta = np.where(crashed, 0.0, beta)
-                sin_beta = np.where(crashed, 0.0, sin_beta)
+                if crashes_changed:
+                    beta = np.where(crashed, 0.0, beta)
+                    sin_beta = np.where(crashed, 0.0, sin_beta)
+                    crashes_changed = False
                 accel = np.where(crashed, -1.0 * self.speed, accel)
             if cap_speed:
                 # highway-env writes the capped value back into the held action, so a cap, once
@@ -706,41 +755,38 @@ class ParkingBatch:
                 accel = np.where(
                     self.speed < MIN_SPEED, np.maximum(accel, 1.0 * (MIN_SPEED - self.speed)), accel
                 )
-            direction = self.heading + beta
-            self.x += self.speed * np.cos(direction) * dt
-            self.y += self.speed * np.sin(direction) * dt
+            # x += speed cos(h + beta) dt, y += speed sin(h + beta) dt, h += speed sin(beta) / (L/2) dt,
+            # speed += accel dt, all from the state before the step: the 4 increments are rows of one
+            # array, each computed in highway-env's order, then added in one call.
+            np.add(self.heading, beta, out=direction)
+            np.cos(direction, out=delta[0])
+            np.sin(direction, out=delta[1])
+            delta[:2] *= self.speed
+            np.multiply(self.speed, sin_beta, out=delta[2])
+            delta[2] /= CAR_LENGTH / 2
+            delta[3] = accel
+            delta *= dt
             if self._any_impact:
-                self.x += np.where(self.has_impact, self.impact[:, 0], 0.0)
-                self.y += np.where(self.has_impact, self.impact[:, 1], 0.0)
-                self.crashed |= self.has_impact
-                self.impact[:] = 0.0
+                # A pending push moves the car after its own displacement (x + dx + push, in that order).
+                ego[:2] += delta[:2]
+                ego[:2] += np.where(self.has_impact, self.impact, 0.0)
+                ego[2:] += delta[2:]
+                crashed |= self.has_impact
                 self.has_impact[:] = False
                 self._any_impact = False
-                any_crashed = True
-            self.heading += self.speed * sin_beta / (CAR_LENGTH / 2) * dt
-            self.speed += accel * dt
+                any_crashed = crashes_changed = True
+            else:
+                ego += delta
             if self._any_obst_impact:  # pushed parked cars move by their push (they have no speed)
                 self.obst_x += self.obst_impact[..., 0]
                 self.obst_y += self.obst_impact[..., 1]
                 self.obst_impact[:] = 0.0
-                self.obst_has_impact[:] = False
                 self._any_obst_impact = False
                 self._obstacle_rows = None
-                pair_data = None  # the gathered obstacle positions are stale
-            if candidates is not None and candidates[0].size:
-                if pair_data is None:
-                    pair_data = self._pair_data(candidates)
-                if self._collide(pair_data):
-                    any_crashed = True
-                    # A push moves a car by more than the broad phase allowed for: from now on test
-                    # every obstacle of the lots that were pushed.
-                    pushed = self.has_impact | self.obst_has_impact.any(axis=1)
-                    if pushed.any():
-                        cand = np.zeros((self.n, self.k), dtype=bool)
-                        cand[candidates] = True
-                        cand[pushed] = True
-                        candidates = np.nonzero(cand)
-                        pair_data = None
+                if pair_data is not None:  # the gathered obstacle positions are stale
+                    pair_data = self._pair_data(pair_data[:2])
+            if pair_data is not None and self._collide(pair_data):
+                any_crashed = crashes_changed = True
 
     def _map_consts_for(self, dtype: np.dtype) -> tuple[np.ndarray, ...]:
         consts = self._map_consts.get(dtype)
@@ -826,84 +872,105 @@ class ParkingBatch:
             speed += accel * dt
         self.x[0], self.y[0], self.heading[0], self.speed[0] = x, y, heading, speed
 
-    def _broad_phase(self, skip: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Pairs (lot, obstacle) that may touch during this action; the exact test runs on these only.
+    def _broad_phase(
+        self, speed: np.ndarray, skip: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Pairs (lot, obstacle) that may touch during this action; the exact test runs on these only
+        (None when there are none). ``speed``: each lot's ``|speed|``.
 
         A pair is dropped when, on one of the obstacle's own axes, the car's bounding disc stays
         clear of it for the whole action. The disc grows with the farthest the car can travel in the
         action (speed can change by at most ``frames * a_max * dt``), so a dropped pair is one that
         highway-env's test (whose axes include the obstacle's) also finds apart at every step.
-        Lots with a push pending keep every obstacle, since a push is not bounded by speed.
+
+        A lot with any pair kept keeps every obstacle, and so does a lot with a push pending: a push
+        is not bounded by speed, and only a lot with a pair kept can be pushed during the action, so
+        the candidates stay valid through the action's pushes and are gathered once.
         """
         f = self.config.frames
-        speed = np.abs(self.speed)
-        reach = CAR_DIAGONAL / 2 + self.dt * ((f + 1) * speed + self._max_speed_gain * (f + 1) / 2)
-        dx = self.obst_x - self.x[:, None]
-        dy = self.obst_y - self.y[:, None]
-        along = np.abs(dx * self.obst_cos + dy * self.obst_sin) - self.obst_length / 2
-        across = np.abs(dy * self.obst_cos - dx * self.obst_sin) - self.obst_width / 2
-        near = np.maximum(along, across) <= (reach + _BROAD_PHASE_MARGIN)[:, None]
-        near |= self.has_impact[:, None]
-        if skip is not None and skip.size:
+        # The disc's radius plus the margin that covers the rounding of this test against the exact one.
+        reach = self.dt * (f + 1) * speed
+        reach += CAR_DIAGONAL / 2 + self.dt * self._max_speed_gain * (f + 1) / 2 + _BROAD_PHASE_MARGIN
+        if self._walls_only:
+            # The walls' inner edges are at |x| = 34.5 and |y| = 20.5: a disc that stays inside them
+            # is clear of every wall (a looser test than each wall's own, so it keeps a superset).
+            near = np.logical_or.reduce(np.abs(self._ego[:2]) + reach >= self._inner_edges, axis=0)
+        else:
+            dx = self.obst_x - self.x[:, None]
+            dy = self.obst_y - self.y[:, None]
+            along = np.abs(dx * self.obst_cos + dy * self.obst_sin) - self._obst_shape[0]
+            across = np.abs(dy * self.obst_cos - dx * self.obst_sin) - self._obst_shape[1]
+            near = np.logical_or.reduce(np.maximum(along, across) <= reach[:, None], axis=1)
+        if self._any_impact:
+            near |= self.has_impact
+        if skip is not None:
             near[skip] = False
-        return np.nonzero(near)
+        lots = near.nonzero()[0]
+        if not lots.size:
+            return None
+        # (lot, obstacle) in row-major order, as np.nonzero of a (lot, obstacle) mask gives them.
+        return np.repeat(lots, self.k), np.tile(self._obst_columns, lots.size)
 
-    def _pair_data(self, pairs: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _pair_data(self, pairs: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, ...] | None:
         """The obstacle side of the candidate pairs, gathered once per action (obstacles only move
-        when pushed, and then this is rebuilt): ``lot``, ``k`` and the rows ``[x, y, cos, sin, half
-        length, half width, bounding radius of car and obstacle]``, shape ``(7, M)``."""
+        when pushed, and then this is rebuilt): ``lot``, ``k``, the obstacles' ``(x, y)`` rows, the
+        separating-axis vectors block with the obstacles' directions filled in (see
+        :func:`_sat_vectors`; the car's columns are written each step), and the rows ``[half length,
+        half width, bounding radius of car and obstacle]``."""
+        if pairs is None:
+            return None
         lot, k = pairs
-        block = np.array(
-            [
-                self.obst_x[lot, k],
-                self.obst_y[lot, k],
-                self.obst_cos[lot, k],
-                self.obst_sin[lot, k],
-                self.obst_length[k] / 2,
-                self.obst_width[k] / 2,
-                (CAR_DIAGONAL + self.obst_diagonal[k]) / 2,
-            ]
-        )
-        return lot, k, block
+        obst = np.array([self.obst_x, self.obst_y, self.obst_cos, self.obst_sin])[:, lot, k]
+        vectors = np.empty((2, 5, len(lot)))
+        vectors[:, 3] = obst[2:]  # u = (cos, sin)
+        np.negative(obst[3], out=vectors[0, 4])  # u_perp = (-sin, cos)
+        vectors[1, 4] = obst[2]
+        return lot, k, obst[:2], vectors, self._obst_shape[:, k]
 
     def _collide(self, pair_data: tuple[np.ndarray, ...]) -> bool:
         """highway-env's ``handle_collisions`` for the ego against the obstacles of the candidate pairs.
 
         Returns whether any pair will intersect (a push pending; an intersecting pair always will).
         """
-        lot, k, block = pair_data
-        x, y, heading, speed = self._ego[:, lot]
-        rx, ry = x - block[0], y - block[1]
-        # highway-env's quick test first: centres farther apart than the half diagonals plus this
-        # step's travel (signed speed, as there) never collide.
-        travel = speed * self.dt
-        close = ~(np.sqrt(rx**2 + ry**2) > block[6] + travel)
-        if not close.all():
-            if not close.any():
-                return False
-            lot, k = lot[close], k[close]
-            rx, ry, heading, travel = np.array([rx, ry, heading, travel])[:, close]
-            block = block[:, close]
-        cos_o, sin_o, half_length, half_width = block[2:6]
-        intersecting, will, translation = box_collision(
-            rx, ry, heading, travel, cos_o, sin_o, half_length, half_width
-        )
-        if not will.any():  # the swept test contains the static one: no "will" means no contact
+        lot, k, obst_xy, vectors, shape = pair_data
+        car = self._ego[:, lot]  # x, y, heading, speed of each pair's car
+        np.subtract(car[:2], obst_xy, out=vectors[:, 0])  # the centre gap r
+        np.cos(car[2], out=vectors[0, 1])  # e = (cos h, sin h), e_perp = (-sin h, cos h)
+        np.sin(car[2], out=vectors[1, 1])
+        np.negative(vectors[1, 1], out=vectors[0, 2])
+        vectors[1, 2] = vectors[0, 1]
+        travel = car[3] * self.dt
+        will, block = _sat_test(vectors, travel, shape[0], shape[1])
+        # highway-env's quick test comes first there: centres farther apart than the half diagonals
+        # plus this step's travel (signed speed, as there) never collide. Here it filters the exact
+        # test's answers instead, the same pairs (a NaN state fails both tests alike).
+        gap = vectors[:, 0] * vectors[:, 0]
+        will &= np.sqrt(gap[0] + gap[1]) <= shape[2] + travel
+        hit = will.nonzero()[0]
+        if not hit.size:
             return False
-        self.crashed[lot[intersecting]] = True
-        lot_w, k_w, t_w = lot[will], k[will], translation[will]
-        # Each later obstacle overwrites the car's push (highway-env assigns, not adds): keep the
-        # last pair of each lot. Pairs come sorted by (lot, obstacle) from np.nonzero.
-        last = np.ones(len(lot_w), dtype=bool)
-        last[:-1] = lot_w[1:] != lot_w[:-1]
-        self.impact[lot_w[last]] = t_w[last] * self.obst_push_share[k_w[last], None]
-        self.has_impact[lot_w[last]] = True
+        lot_h = lot[hit]
+        self.crashed[lot_h[_sat_intersecting(block)[hit]]] = True
+        push = _sat_push(vectors, block, travel, hit)
         self._any_impact = True
+        if hit.size == 1:
+            last_lot, last_push, last_k = lot_h, push, k[hit]
+        else:
+            # Each later obstacle overwrites the car's push (highway-env assigns, not adds): keep the
+            # last pair of each lot. Pairs come sorted by (lot, obstacle) from the broad phase.
+            last = np.ones(hit.size, dtype=bool)
+            last[:-1] = lot_h[1:] != lot_h[:-1]
+            last_lot, last_push, last_k = lot_h[last], push[:, last], k[hit][last]
         if self.n_vehicles:
-            car = k_w < self.n_vehicles
-            if car.any():
-                self.obst_impact[lot_w[car], k_w[car]] = -t_w[car] / 2
-                self.obst_has_impact[lot_w[car], k_w[car]] = True
+            last_push = last_push * self.obst_push_share[last_k]
+        # (Walls take the whole push: their share is 1, and a product by 1 changes no bit.)
+        self.impact[:, last_lot] = last_push
+        self.has_impact[last_lot] = True
+        if self.n_vehicles:
+            k_h = k[hit]
+            parked = k_h < self.n_vehicles
+            if parked.any():
+                self.obst_impact[lot_h[parked], k_h[parked]] = -push[:, parked].T / 2
                 self._any_obst_impact = True
         return True
 
