@@ -498,6 +498,33 @@ def _pose_option(options: Mapping[str, Any], key: str, n: int) -> np.ndarray | N
 _OPTION_KEYS = ("ego_pose", "goal_pose")
 
 
+def _goal_observation(pose: np.ndarray) -> np.ndarray:
+    """The ``desired_goal`` of goal poses ``(m, 3)``: ``[x, y, 0, 0, cos h, sin h] / scales``."""
+    goal_obs = np.zeros((len(pose), OBS_DIM))
+    goal_obs[:, :2] = pose[:, :2]
+    goal_obs[:, 4] = np.cos(pose[:, 2])
+    goal_obs[:, 5] = np.sin(pose[:, 2])
+    goal_obs /= OBS_SCALES
+    return goal_obs
+
+
+# A drawn goal is a spot: its desired_goal is looked up (the same operations, done once).
+SPOT_GOAL_OBS = _goal_observation(SPOT_POSE)
+
+
+def _origin_spot_distance() -> np.ndarray:
+    """The position part of :func:`closest_spot`'s distance for a car at (0, 0), per spot: a drawn
+    start is always there, so only the heading part is left to compute."""
+    dx = 0.0 - SPOT_START[:, 0]
+    dy = 0.0 - SPOT_START[:, 1]
+    s = dx * SPOT_DIRECTION[:, 0] + dy * SPOT_DIRECTION[:, 1]
+    r = dx * SPOT_LATERAL[:, 0] + dy * SPOT_LATERAL[:, 1]
+    return np.abs(r) + np.maximum(s - SPOT_LENGTH, 0) + np.maximum(0 - s, 0)
+
+
+_ORIGIN_SPOT_DISTANCE = _origin_spot_distance()
+
+
 def sample_scenes(
     rngs: Sequence[np.random.Generator],
     vehicles_count: int,
@@ -516,37 +543,60 @@ def sample_scenes(
     seeded ``s + i``. Only the scalar draws loop over lots (a few calls per new episode); the
     geometry around them is batched.
     """
+    ego_pose, goal_pose, _, parked = _sample_scenes(rngs, vehicles_count, ego_pose, goal_pose)
+    return ego_pose, goal_pose, parked
+
+
+def _sample_scenes(
+    rngs: Sequence[np.random.Generator],
+    vehicles_count: int,
+    ego_pose: np.ndarray | None,
+    goal_pose: np.ndarray | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """:func:`sample_scenes`, also returning the goal's spot when it was drawn (None otherwise)."""
     n = len(rngs)
-    rows = np.arange(n)
     if ego_pose is None:
         ego_pose = np.zeros((n, 3))
         ego_pose[:, 2] = 2.0 * np.pi * np.array([rng.random() for rng in rngs])  # = uniform(), cheaper
-    free = np.ones((n, N_SPOTS), dtype=bool)
-    ego_spot = closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])
-    free[rows, ego_spot] = False
+        # closest_spot at (0, 0): the same sums, the position part looked up.
+        angle = np.abs(_wrap_to_pi(ego_pose[:, 2, None] - SPOT_HEADING))
+        ego_spot = np.argmin(_ORIGIN_SPOT_DISTANCE + angle, axis=1)
+    else:
+        ego_spot = closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])
+    drawn_goal: np.ndarray | None = None
     if goal_pose is None:
-        goal_draw: np.ndarray | None = np.empty(n, dtype=np.int64)
         n_free = np.full(n, N_SPOTS - 2)
     else:
-        goal_draw = None
         goal_spot = closest_spot(goal_pose[:, 0], goal_pose[:, 1], goal_pose[:, 2])
         n_free = N_SPOTS - 1 - (goal_spot != ego_spot)
-    parked_draws = np.empty((n, vehicles_count), dtype=np.int64)
-    for i, rng in enumerate(rngs):  # scalar draws only, in highway-env's order
-        if goal_draw is not None:
-            goal_draw[i] = rng.integers(0, N_SPOTS - 1)
-        for j in range(vehicles_count):
-            parked_draws[i, j] = rng.integers(0, n_free[i] - j)
-    if goal_draw is not None:
-        goal_spot = _kth_free(free, goal_draw)
+    if goal_pose is None and not vehicles_count:
+        # The goal draws alone (the common case: one call per lot).
+        drawn_goal = np.array([rng.integers(0, N_SPOTS - 1) for rng in rngs], dtype=np.int64)
+        parked_draws = np.empty((n, 0), dtype=np.int64)
+    else:
+        if goal_pose is None:
+            drawn_goal = np.empty(n, dtype=np.int64)
+        parked_draws = np.empty((n, vehicles_count), dtype=np.int64)
+        for i, rng in enumerate(rngs):  # scalar draws only, in highway-env's order
+            if drawn_goal is not None:
+                drawn_goal[i] = rng.integers(0, N_SPOTS - 1)
+            for j in range(vehicles_count):
+                parked_draws[i, j] = rng.integers(0, n_free[i] - j)
+    if drawn_goal is not None:
+        # The k-th free spot when only the ego's is taken: k, or k + 1 from the ego's spot on.
+        goal_spot = drawn_goal + (drawn_goal >= ego_spot)
         goal_pose = SPOT_POSE[goal_spot]
-    free[rows, goal_spot] = False
     parked = np.empty((n, vehicles_count), dtype=np.intp)
-    for j in range(vehicles_count):  # a loop over cars (<= 26), each batched over lots
-        spot = _kth_free(free, parked_draws[:, j])
-        free[rows, spot] = False
-        parked[:, j] = spot
-    return ego_pose, goal_pose, parked
+    if vehicles_count:
+        rows = np.arange(n)
+        free = np.ones((n, N_SPOTS), dtype=bool)
+        free[rows, ego_spot] = False
+        free[rows, goal_spot] = False
+        for j in range(vehicles_count):  # a loop over cars (<= 26), each batched over lots
+            spot = _kth_free(free, parked_draws[:, j])
+            free[rows, spot] = False
+            parked[:, j] = spot
+    return ego_pose, goal_pose, (None if drawn_goal is None else goal_spot), parked
 
 
 class ParkingBatch:
@@ -641,7 +691,6 @@ class ParkingBatch:
         ``options`` as :meth:`ParkingEnv.reset`, with poses of shape ``(3,)`` or ``(n, 3)``.
         """
         idx = np.arange(self.n) if idx is None else idx
-        m = len(idx)
         ego_pose = goal_pose = None
         if options:
             unknown = sorted(set(options) - set(_OPTION_KEYS))
@@ -651,8 +700,8 @@ class ParkingBatch:
             goal_pose = _pose_option(options, "goal_pose", self.n)
             ego_pose = None if ego_pose is None else ego_pose[idx]
             goal_pose = None if goal_pose is None else goal_pose[idx]
-        ego, goal, parked = sample_scenes(rngs, self.n_vehicles, ego_pose, goal_pose)
-        self.x[idx], self.y[idx], self.heading[idx] = ego.T
+        ego, goal, goal_spot, parked = _sample_scenes(rngs, self.n_vehicles, ego_pose, goal_pose)
+        self._ego[:3, idx] = ego.T
         self.speed[idx] = 0.0
         self.crashed[idx] = False
         self.time[idx] = 0.0
@@ -672,12 +721,7 @@ class ParkingBatch:
             self.obst_impact[idx] = 0.0
         self._obstacle_rows = None
         # The desired goal only changes here, so build its observation once.
-        goal_obs = np.zeros((m, OBS_DIM))
-        goal_obs[:, :2] = goal[:, :2]
-        goal_obs[:, 4] = np.cos(goal[:, 2])
-        goal_obs[:, 5] = np.sin(goal[:, 2])
-        goal_obs /= OBS_SCALES
-        self._goal_obs[idx] = goal_obs
+        self._goal_obs[idx] = _goal_observation(goal) if goal_spot is None else SPOT_GOAL_OBS[goal_spot]
 
     # ---------------------------------------------------------------------------- observation
     def observe(self) -> dict[str, np.ndarray]:
