@@ -472,11 +472,6 @@ def closest_spot(x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarra
     return np.argmin(distance, axis=1)
 
 
-def _kth_free(free: np.ndarray, k: np.ndarray) -> np.ndarray:
-    """Column of the k-th (0-based) True of each row of ``free``: highway-env's ``empty_spots[k]``."""
-    return np.argmax(np.cumsum(free, axis=1) > k[:, None], axis=1)
-
-
 def _pose_option(options: Mapping[str, Any], key: str, n: int) -> np.ndarray | None:
     if key not in options or options[key] is None:
         return None
@@ -548,6 +543,12 @@ def sample_scenes(
     return ego_pose, goal_pose, parked
 
 
+def _goal_spot(draw: Any, ego_spot: Any) -> Any:
+    """highway-env's goal: the ``draw``-th free spot when only the ego's is taken (k, or k + 1 from
+    the ego's spot on), for arrays or ints."""
+    return draw + (draw >= ego_spot)
+
+
 def _sample_scenes(
     rngs: Sequence[np.random.Generator],
     vehicles_count: int,
@@ -564,40 +565,27 @@ def _sample_scenes(
         ego_spot = np.argmin(_ORIGIN_SPOT_DISTANCE + angle, axis=1)
     else:
         ego_spot = closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])
-    drawn_goal: np.ndarray | None = None
-    if goal_pose is None:
-        n_free = np.full(n, N_SPOTS - 2)
-    else:
+    drawn = goal_pose is None
+    if not drawn:
         goal_spot = closest_spot(goal_pose[:, 0], goal_pose[:, 1], goal_pose[:, 2])
-        n_free = N_SPOTS - 1 - (goal_spot != ego_spot)
-    if goal_pose is None and not vehicles_count:
-        # The goal draws alone (the common case: one call per lot).
-        drawn_goal = np.array([rng.integers(0, N_SPOTS - 1) for rng in rngs], dtype=np.int64)
-        parked_draws = np.empty((n, 0), dtype=np.int64)
-    else:
-        if goal_pose is None:
-            drawn_goal = np.empty(n, dtype=np.int64)
-        parked_draws = np.empty((n, vehicles_count), dtype=np.int64)
-        for i, rng in enumerate(rngs):  # scalar draws only, in highway-env's order
-            if drawn_goal is not None:
-                drawn_goal[i] = rng.integers(0, N_SPOTS - 1)
-            for j in range(vehicles_count):
-                parked_draws[i, j] = rng.integers(0, n_free[i] - j)
-    if drawn_goal is not None:
-        # The k-th free spot when only the ego's is taken: k, or k + 1 from the ego's spot on.
-        goal_spot = drawn_goal + (drawn_goal >= ego_spot)
-        goal_pose = SPOT_POSE[goal_spot]
     parked = np.empty((n, vehicles_count), dtype=np.intp)
-    if vehicles_count:
-        rows = np.arange(n)
-        free = np.ones((n, N_SPOTS), dtype=bool)
-        free[rows, ego_spot] = False
-        free[rows, goal_spot] = False
-        for j in range(vehicles_count):  # a loop over cars (<= 26), each batched over lots
-            spot = _kth_free(free, parked_draws[:, j])
-            free[rows, spot] = False
-            parked[:, j] = spot
-    return ego_pose, goal_pose, (None if drawn_goal is None else goal_spot), parked
+    if not vehicles_count:
+        if drawn:  # the goal draws alone, one call per lot
+            goal_spot = _goal_spot(np.array([rng.integers(0, N_SPOTS - 1) for rng in rngs]), ego_spot)
+    else:
+        # Each lot draws its goal, then each parked car takes the k-th spot still free, k drawn on
+        # the lot's generator (highway-env's order): popped from the lot's list of free spots.
+        goal_list = [0] * n if drawn else goal_spot.tolist()
+        for i, (rng, ego_i) in enumerate(zip(rngs, ego_spot.tolist(), strict=True)):
+            if drawn:
+                goal_list[i] = _goal_spot(rng.integers(0, N_SPOTS - 1), ego_i)
+            free = [spot for spot in range(N_SPOTS) if spot != ego_i and spot != goal_list[i]]
+            parked[i] = [free.pop(rng.integers(0, len(free))) for _ in range(vehicles_count)]
+        if drawn:
+            goal_spot = np.array(goal_list)
+    if drawn:
+        goal_pose = SPOT_POSE[goal_spot]
+    return ego_pose, goal_pose, (goal_spot if drawn else None), parked
 
 
 class ParkingBatch:
@@ -970,12 +958,13 @@ class ParkingBatch:
         if pairs is None:
             return None
         lot, k = pairs
-        obst = np.array([self.obst_x, self.obst_y, self.obst_cos, self.obst_sin])[:, lot, k]
         vectors = np.empty((2, 5, len(lot)))
-        vectors[:, 3] = obst[2:]  # u = (cos, sin)
-        np.negative(obst[3], out=vectors[0, 4])  # u_perp = (-sin, cos)
-        vectors[1, 4] = obst[2]
-        return lot, k, obst[:2], vectors, self._obst_shape[:, k]
+        vectors[0, 3] = cos_o = self.obst_cos[lot, k]  # u = (cos, sin), u_perp = (-sin, cos)
+        vectors[1, 3] = sin_o = self.obst_sin[lot, k]
+        np.negative(sin_o, out=vectors[0, 4])
+        vectors[1, 4] = cos_o
+        obst_xy = np.array([self.obst_x[lot, k], self.obst_y[lot, k]])
+        return lot, k, obst_xy, vectors, self._obst_shape[:, k]
 
     def _collide(self, pair_data: tuple[np.ndarray, ...]) -> bool:
         """highway-env's ``handle_collisions`` for the ego against the obstacles of the candidate pairs.
