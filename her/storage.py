@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from her.strategies import GoalSelectionStrategy, parse_strategy, sample_goal_steps
+from her.strategies import GoalSelectionStrategy, goal_step_offsets, parse_strategy
 
 __all__ = ["GoalFn", "HerStorage"]
 
@@ -264,7 +264,10 @@ class HerStorage:
         # side, so sampling a row touches one place in memory instead of one per array (with a
         # million rows, random gathers are bound by cache misses, not by the bytes copied).
         # np.zeros maps zero pages lazily: construction costs O(1), not O(capacity).
-        self._rows = np.zeros(n_rows, self._record)
+        # The ring is followed by a copy of its first row (kept by _mirror_first_row), so the row
+        # after any row is the next record in memory, the ring's last row included: sampling reads
+        # a row and its next row without wrapping their index (see _build_views).
+        self._ring = np.zeros(n_rows + self.n_envs, self._record)
         # True on rows where some env's episode starts: only there can `add` overwrite a first row.
         self._starts = np.zeros(self.steps_per_env, bool)
         self._starts[0] = True
@@ -295,11 +298,26 @@ class HerStorage:
         self._final_rows = np.zeros(size, self._record)
         self._build_views()
 
-    _VIEWS = ("_obs", "_ep_final", "_actions", "_rewards", "_terminated", "_truncated", "_episode")
+    _VIEWS = (
+        "_rows",
+        "_obs",
+        "_ep_final",
+        "_actions",
+        "_rewards",
+        "_terminated",
+        "_truncated",
+        "_episode",
+        "_ring_bytes",
+        "_pair_bytes",
+        "_goal_bytes",
+        "_final_bytes",
+        "_final_goal_bytes",
+    )
 
     def _build_views(self) -> None:
         """Per-field views into the records (rebuilt after unpickling and table growth)."""
-        rows = self._rows  # numpy field access gives views, no copies
+        rows = self._rows = self._ring[: self.steps_per_env * self.n_envs]
+        # numpy field access gives views, no copies
         self._obs = {key: rows[name] for key, name in self._obs_names.items()}
         self._actions = rows[_ACTION]
         self._rewards = rows[_REWARD]
@@ -307,6 +325,37 @@ class HerStorage:
         self._truncated = rows[_TRUNCATED]
         self._episode = rows[_EPISODE]
         self._ep_final = {key: self._final_rows[name] for key, name in self._obs_names.items()}
+
+        # Opaque byte views (numpy void items) for the sampling gathers: fancy indexing copies a void
+        # item with one memcpy, where it copies a structured record field by field (~5x slower) and
+        # the field views are strided 2-d arrays (~2x slower to gather from).
+        size = self._record.itemsize
+        record_bytes = np.dtype((np.void, size))
+        self._ring_bytes = self._ring.view(record_bytes)
+        self._final_bytes = self._final_rows.view(record_bytes)
+        # With one env the next row's record follows the row's: item r of this overlapping view is
+        # rows r and r + 1 side by side (the ring's last row pairs with the mirror of row 0), so one
+        # gather reads both, touching one run of memory per sampled transition. (With more envs the
+        # next row is n records on, and copying the records between would cost more than it saves.)
+        self._pair_bytes: np.ndarray | None = None
+        if self.n_envs == 1:
+            self._pair_bytes = np.ndarray(
+                len(self._rows), np.dtype((np.void, 2 * size)), self._ring, strides=(size,)
+            )
+        goal_shape, goal_dtype = self._obs_specs["achieved_goal"]
+        goal_offset = self._record.fields[self._obs_names["achieved_goal"]][1]
+        goal_bytes = np.dtype((np.void, int(np.prod(goal_shape, dtype=np.int64)) * goal_dtype.itemsize))
+        # Gathered goal bytes are viewed back as (B, *goal_shape) arrays of this dtype.
+        self._goal_view = np.dtype((goal_dtype, goal_shape)) if goal_shape else goal_dtype
+        self._goal_bytes, self._final_goal_bytes = (
+            np.ndarray(len(table), goal_bytes, table, goal_offset, strides=(size,))
+            for table in (self._ring, self._final_rows)
+        )
+
+    def _mirror_first_row(self) -> None:
+        """Copy the ring's first row after its last (after every write that may touch row 0)."""
+        n = self.n_envs
+        self._ring_bytes[-n:] = self._ring_bytes[:n]
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -324,6 +373,11 @@ class HerStorage:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "_ring" not in state:  # pickled before the ring had its mirror row
+            rows = state.pop("_rows")
+            ring = state["_ring"] = np.empty(len(rows) + state["n_envs"], state["_record"])
+            ring[: len(rows)] = rows
+            ring[len(rows) :] = rows[: state["n_envs"]]
         self.__dict__.update(state)
         self._build_views()
 
@@ -342,7 +396,7 @@ class HerStorage:
     def nbytes(self) -> int:
         """Bytes of all arrays the storage holds (info dicts, when kept, not included)."""
         self.flush()
-        arrays = [self._rows, self._final_rows, self._starts, self._ep_start, self._ep_len]
+        arrays = [self._ring, self._final_rows, self._starts, self._ep_start, self._ep_len]
         arrays += [self._current, self._current_len, self._oldest, self._valid, self._damaged]
         arrays += list(self._pending.values())
         if self._infos is not None:
@@ -456,6 +510,7 @@ class HerStorage:
             pending[...] = np.reshape(staged[-1][6][key], pending.shape)
         self._full = self._full or pos + n_steps >= steps
         self._pos = (pos + n_steps) % steps
+        self._mirror_first_row()
         self._refresh_window()
 
     def _block_episode_events(self, staged: list[tuple], rows: np.ndarray, done: np.ndarray) -> np.ndarray:
@@ -572,6 +627,9 @@ class HerStorage:
         self._window_start = self._ep_start[np.arange(self.n_envs) * slots + (self._oldest & (slots - 1))]
         self._window_ends = np.cumsum(self._valid)
         self._total_valid = int(self._window_ends[-1])
+        # Row of draw d: window_start[env] + (d - draws before env's window), mod steps_per_env.
+        self._window_shift = self._window_start - (self._window_ends - self._valid)
+        self._window_shift0 = int(self._window_shift[0])
 
     def _before_overwrite(self, pos: int) -> None:
         """Row ``pos`` is about to be written for every env: drop the episodes that start there."""
@@ -642,6 +700,7 @@ class HerStorage:
             flat = last_row * self.n_envs + envs
             self._truncated[flat] = ~self._terminated[flat]
             self._end_episodes(envs, last_row, {key: pending[envs] for key, pending in self._pending.items()})
+            self._mirror_first_row()
             self._refresh_window()
         return envs
 
@@ -660,7 +719,7 @@ class HerStorage:
         """:meth:`sample`, always as numpy arrays."""
         batch_size = _positive_int("batch_size", batch_size)
         self.flush()
-        n, steps, slots = self.n_envs, self.steps_per_env, self._slots
+        n, steps = self.n_envs, self.steps_per_env
         total = self._total_valid
         if total == 0:
             raise RuntimeError(
@@ -672,32 +731,41 @@ class HerStorage:
         # a draw in [0, total) names an env (by cumulative window sizes) and an offset in its window.
         # (Scaled uniform floats: half the cost of Generator.integers; the clip covers u * total
         # rounding up to total, and the bias is below 2**-53.)
-        draws = np.minimum((rng.random(batch_size) * total).astype(np.int64), total - 1)
+        draws = (rng.random(batch_size) * total).astype(np.int64)
+        np.minimum(draws, total - 1, out=draws)
+        record = self._record
         if n == 1:  # one env: flat index = row
             envs = None
-            rows = (draws + int(self._window_start[0])) % steps
+            rows = draws
+            rows += self._window_shift0
+            rows %= steps
             flat = rows
-            next_flat = (rows + 1) % steps
+            # Row and next row in one gather (see _build_views), then seen as records 2i and 2i + 1.
+            pair_bytes = self._pair_bytes[rows].view(self._ring_bytes.dtype)
+            next_bytes = pair_bytes[1::2]
+            pairs = pair_bytes.view(record)
+            records, next_records = pairs[0::2], pairs[1::2]
         else:
-            ends = self._window_ends
-            envs = np.searchsorted(ends, draws, side="right")
-            rows = (self._window_start[envs] + draws - (ends - self._valid)[envs]) % steps
+            envs = np.searchsorted(self._window_ends, draws, side="right")
+            rows = self._window_shift[envs] + draws
+            rows %= steps
             flat = rows * n + envs
-            next_flat = ((rows + 1) % steps) * n + envs
-        records = np.take(self._rows, flat, axis=0)
-        slot = records[_EPISODE] & (slots - 1)
+            records = self._ring_bytes[flat].view(record)
+            # The next row's record is n records on; the mirror row makes that true of the last row.
+            next_bytes = self._ring_bytes[flat + n]
+            next_records = next_bytes.view(record)
+        slot = records[_EPISODE] & (self._slots - 1)
         if envs is not None:
-            slot += envs * slots
-        ep_start = self._ep_start[slot]
-        ep_len = self._ep_len[slot]
-        step = (rows - ep_start) % steps
+            slot += envs * self._slots
+        step = rows - self._ep_start[slot]
+        step %= steps  # the episode may wrap around the ring's end
+        remaining = self._ep_len[slot] - step  # steps left in the episode, this one included
 
-        observations = {key: records[name] for key, name in self._obs_names.items()}
         # The next observation is the next row's, except after an episode's last step (kept apart).
-        last = np.flatnonzero(step == ep_len - 1)
-        next_records = np.take(self._rows, next_flat, axis=0)
+        last = np.flatnonzero(remaining == 1)
         if last.size:
-            next_records[last] = self._final_rows[slot[last]]
+            next_bytes[last] = self._final_bytes[slot[last]]
+        observations = {key: records[name] for key, name in self._obs_names.items()}
         next_observations = {key: next_records[name] for key, name in self._obs_names.items()}
         rewards = records[_REWARD]
         terminated = records[_TERMINATED].astype(np.float32)
@@ -709,7 +777,7 @@ class HerStorage:
             v = slice(batch_size - n_relabel, batch_size)
             relabelled[v] = True
             goals = self._sample_goals(
-                None if envs is None else envs[v], slot[v], ep_start[v], step[v], ep_len[v]
+                None if envs is None else envs[v], rows[v], slot[v], step[v], remaining[v]
             )
             observations["desired_goal"][v] = goals
             # The goal is part of the state: the next observation pursues the same new goal.
@@ -742,24 +810,31 @@ class HerStorage:
     def _sample_goals(
         self,
         envs: np.ndarray | None,
+        rows: np.ndarray,
         slot: np.ndarray,
-        ep_start: np.ndarray,
         step: np.ndarray,
-        ep_len: np.ndarray,
+        remaining: np.ndarray,
     ) -> np.ndarray:
         """New goals: the next achieved goal of a step of the same episode chosen by the strategy."""
         if self.goal_selection_strategy is GoalSelectionStrategy.FINAL:
             # Always the episode's last step, whose next achieved goal is its final observation's.
-            return self._ep_final["achieved_goal"][slot]
-        goal_step = sample_goal_steps(self.goal_selection_strategy, step, ep_len, self.rng)
-        # The next achieved goal of step j is the achieved goal of row j + 1 of the same episode, or,
-        # for the episode's last step, the final observation's (kept in the episode table).
-        rows = (ep_start + goal_step + 1) % self.steps_per_env
-        goals = self._obs["achieved_goal"][rows if envs is None else rows * self.n_envs + envs]
-        last = np.flatnonzero(goal_step == ep_len - 1)
+            return self._final_goal_bytes[slot].view(self._goal_view)
+        delta = goal_step_offsets(self.goal_selection_strategy, step, remaining, self.rng)
+        # The next achieved goal of step t + delta is the achieved goal of the row after it (row
+        # + delta + 1, wrapping around the ring's end), or, for the episode's last step (delta ==
+        # remaining - 1), the final observation's (kept in the episode table).
+        goal_rows = rows + delta
+        goal_rows += 1
+        goal_rows %= self.steps_per_env
+        if envs is not None:
+            goal_rows *= self.n_envs
+            goal_rows += envs
+        goals = self._goal_bytes[goal_rows]
+        remaining -= 1  # a slice of the caller's scratch array, not used after this
+        last = np.flatnonzero(delta == remaining)
         if last.size:
-            goals[last] = self._ep_final["achieved_goal"][slot[last]]
-        return goals
+            goals[last] = self._final_goal_bytes[slot[last]]
+        return goals.view(self._goal_view)
 
 
 _ACTION, _REWARD, _TERMINATED, _TRUNCATED, _EPISODE = (

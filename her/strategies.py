@@ -21,7 +21,7 @@ import enum
 
 import numpy as np
 
-__all__ = ["GoalSelectionStrategy", "parse_strategy", "sample_goal_steps"]
+__all__ = ["GoalSelectionStrategy", "goal_step_offsets", "parse_strategy", "sample_goal_steps"]
 
 
 class GoalSelectionStrategy(enum.Enum):
@@ -81,15 +81,35 @@ def sample_goal_steps(
     """
     if strategy is GoalSelectionStrategy.FINAL:
         return lengths - 1
+    return steps + goal_step_offsets(strategy, steps, lengths - steps, rng)
+
+
+def goal_step_offsets(
+    strategy: GoalSelectionStrategy,
+    steps: np.ndarray,
+    remaining: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """:func:`sample_goal_steps` as offsets ``j - t``, from ``remaining = length - t`` (the same draws).
+
+    The storage locates a goal step relative to the sampled row (row ``+ j - t``) and already has
+    the steps left in each episode, so this form saves it the round trip through episode starts.
+    ``remaining - 1`` marks a goal at the episode's last step.
+    """
+    if strategy is GoalSelectionStrategy.FINAL:
+        return remaining - 1
     if strategy is GoalSelectionStrategy.FUTURE:
-        low = steps
-    elif strategy is GoalSelectionStrategy.EPISODE:
-        low = np.zeros_like(lengths)
-    else:
-        raise ValueError(f"unsupported goal selection strategy {strategy!r}")
-    # Uniform integers in [low, lengths) by scaling uniform floats: 4x cheaper than
-    # Generator.integers with array bounds, and biased by at most 2**-53 per value. The clip guards
-    # against u * span rounding up to span.
-    span = lengths - low
+        return _uniform_below(remaining, rng)  # j in [t, length): j - t in [0, remaining)
+    if strategy is GoalSelectionStrategy.EPISODE:
+        return _uniform_below(steps + remaining, rng) - steps  # j in [0, length)
+    raise ValueError(f"unsupported goal selection strategy {strategy!r}")
+
+
+def _uniform_below(span: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Uniform integers in ``[0, span)``, one per entry of ``span`` (int64, all ``span >= 1``).
+
+    Scaling uniform floats is 4x cheaper than Generator.integers with array bounds, and biased by
+    at most 2**-53 per value. The clip guards against ``u * span`` rounding up to ``span``.
+    """
     offsets = (rng.random(len(span)) * span).astype(np.int64)
-    return low + np.minimum(offsets, span - 1)
+    return np.minimum(offsets, span - 1, out=offsets)

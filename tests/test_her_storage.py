@@ -353,6 +353,42 @@ def test_pickle_round_trip_keeps_staged_steps_and_generator():
     np.testing.assert_array_equal(a["rewards"], b["rewards"])
 
 
+@pytest.mark.parametrize("n_envs", [1, 3])
+def test_episode_across_the_ring_end_continues_on_row_0(n_envs):
+    # 12 rows per env, 5-step episodes: after 20 adds, episode 2 lies on rows 10, 11, 0, 1, 2, so the
+    # next observation of its step on the ring's last row is row 0's (read through the copy of row 0
+    # kept after the ring).
+    storage = make_storage(capacity=12 * n_envs, n_envs=n_envs)
+    recorder = fill(storage, 20)
+    batch = storage.sample(2000)
+    _, ordinal, step = batch["observations"]["observation"].T
+    assert ((ordinal == 2) & (step == 1)).any()
+    check_batch(batch, recorder, storage, 2000)
+    # Row 0 rewritten: episode 4 now lies on rows 8, 9, 10, 11, 0, its step on row 11 continues on
+    # the new row 0 (the copy must follow).
+    for _ in range(5):
+        recorder.step()
+    batch = storage.sample(2000)
+    _, ordinal, step = batch["observations"]["observation"].T
+    assert ((ordinal == 4) & (step == 3)).any()
+    check_batch(batch, recorder, storage, 2000)
+
+
+def test_unpickles_a_state_without_the_copy_of_row_0():
+    storage = make_storage(capacity=12)
+    fill(storage, 20)
+    state = pickle.loads(pickle.dumps(storage)).__getstate__()
+    state["_rows"] = state.pop("_ring")[:12].copy()  # as pickled before the ring had the copy
+    old = HerStorage.__new__(HerStorage)
+    old.__setstate__(state)
+    storage.rng, old.rng = np.random.default_rng(1), np.random.default_rng(1)
+    a, b = storage.sample(500), old.sample(500)
+    for key in ("observations", "next_observations"):
+        for name in a[key]:
+            np.testing.assert_array_equal(a[key][name], b[key][name])
+    np.testing.assert_array_equal(a["rewards"], b["rewards"])
+
+
 def test_reset_forgets_everything():
     storage = make_storage()
     fill(storage, 30)
