@@ -81,35 +81,37 @@ def sample_goal_steps(
     """
     if strategy is GoalSelectionStrategy.FINAL:
         return lengths - 1
-    return steps + goal_step_offsets(strategy, steps, lengths - steps, rng)
+    return steps + goal_step_offsets(strategy, steps, lengths - steps, rng.random(len(steps)))
 
 
 def goal_step_offsets(
     strategy: GoalSelectionStrategy,
     steps: np.ndarray,
     remaining: np.ndarray,
-    rng: np.random.Generator,
+    uniforms: np.ndarray,
 ) -> np.ndarray:
-    """:func:`sample_goal_steps` as offsets ``j - t``, from ``remaining = length - t`` (the same draws).
+    """:func:`sample_goal_steps` as offsets ``j - t``, from ``remaining = length - t``.
 
-    The storage locates a goal step relative to the sampled row (row ``+ j - t``) and already has
-    the steps left in each episode, so this form saves it the round trip through episode starts.
+    ``uniforms`` are floats in ``[0, 1)``, one per transition (unused by ``final``): with those of
+    ``rng.random(B)`` the result is ``sample_goal_steps(...) - steps`` exactly. The storage locates
+    a goal step relative to the sampled row (row ``+ j - t``) and draws the uniforms of a whole batch
+    at once, so this form saves it a round trip through episode starts and a generator call.
     ``remaining - 1`` marks a goal at the episode's last step.
     """
     if strategy is GoalSelectionStrategy.FINAL:
         return remaining - 1
     if strategy is GoalSelectionStrategy.FUTURE:
-        return _uniform_below(remaining, rng)  # j in [t, length): j - t in [0, remaining)
+        return _uniform_below(remaining, uniforms)  # j in [t, length): j - t in [0, remaining)
     if strategy is GoalSelectionStrategy.EPISODE:
-        return _uniform_below(steps + remaining, rng) - steps  # j in [0, length)
+        return _uniform_below(steps + remaining, uniforms) - steps  # j in [0, length)
     raise ValueError(f"unsupported goal selection strategy {strategy!r}")
 
 
-def _uniform_below(span: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Uniform integers in ``[0, span)``, one per entry of ``span`` (int64, all ``span >= 1``).
+def _uniform_below(span: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Uniform integers in ``[0, span)`` from uniform floats in ``[0, 1)`` (int64, all ``span >= 1``).
 
     Scaling uniform floats is 4x cheaper than Generator.integers with array bounds, and biased by
     at most 2**-53 per value. The clip guards against ``u * span`` rounding up to ``span``.
     """
-    offsets = (rng.random(len(span)) * span).astype(np.int64)
+    offsets = (uniforms * span).astype(np.int64)
     return np.minimum(offsets, span - 1, out=offsets)

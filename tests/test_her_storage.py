@@ -374,6 +374,31 @@ def test_episode_across_the_ring_end_continues_on_row_0(n_envs):
     check_batch(batch, recorder, storage, 2000)
 
 
+@pytest.mark.parametrize("n_envs", [1, 2])
+def test_small_fields_sample_right_and_aligned(n_envs):
+    # Observation fields of a few bytes (BitFlip-like) next to 8-byte ones: the next row's
+    # observation is gathered up to its last field, rounded to keep every field aligned.
+    space = {
+        "observation": ((5,), np.uint8),
+        "achieved_goal": ((3,), np.int8),
+        "desired_goal": ((3,), np.int8),
+    }
+    storage = HerStorage(30 * n_envs, space, ((1,), np.float64), reward_fn, n_envs=n_envs, seed=0)
+    for k in range(47):  # wraps around; 4-step episodes, observation k, next observation k + 1
+        obs = {key: np.full((n_envs, *shape), k, dtype) for key, (shape, dtype) in space.items()}
+        nxt = {key: np.full((n_envs, *shape), k + 1, dtype) for key, (shape, dtype) in space.items()}
+        ends = np.full(n_envs, k % 4 == 3)
+        storage.add(obs, np.zeros((n_envs, 1)), np.zeros(n_envs), ends, ends, None, nxt)
+    batch = storage.sample(500)
+    obs, nxt = batch["observations"], batch["next_observations"]
+    np.testing.assert_array_equal(nxt["observation"], obs["observation"] + 1)
+    np.testing.assert_array_equal(nxt["achieved_goal"], obs["achieved_goal"] + 1)
+    arrays = [*obs.values(), *nxt.values(), batch["actions"], batch["rewards"], batch["terminateds"]]
+    for array in arrays:
+        assert all(stride % array.itemsize == 0 for stride in array.strides)
+        assert array.flags.aligned
+
+
 def test_unpickles_a_state_without_the_copy_of_row_0():
     storage = make_storage(capacity=12)
     fill(storage, 20)
