@@ -866,8 +866,7 @@ class HerStorage:
             goal_rows *= self.n_envs
             goal_rows += envs
         goals = self._goal_bytes[goal_rows]
-        remaining -= 1  # a slice of the caller's scratch array, not used after this
-        last = np.flatnonzero(delta == remaining)
+        last = np.flatnonzero(delta == remaining - 1)
         if last.size:
             goals[last] = self._final_goal_bytes[slot[last]]
         return goals.view(self._goal_view)
