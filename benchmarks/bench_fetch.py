@@ -6,8 +6,8 @@ For each task, in one run, interleaved over repeats:
   the bare env (``.unwrapped``), over full 50-step episodes (reset included) under fixed random actions;
 * **Gymnasium-Robotics v4**: ``gym.make("Fetch<Task>-v4")``, same episodes. Gymnasium-Robotics
   1.4.2 crashes on MuJoCo >= 3.12 (``set_joint_qpos`` asserts); then the row says n/a and why.
-  Measure it in a MuJoCo 3.11 environment (``PYTHONPATH=. /work/venv-mj311/bin/python -m benchmarks
-  --only bench_fetch``);
+  Measure it in a MuJoCo 3.11 virtual environment ``$MJ311``, made as in
+  ``tests/data/record_fetch_golden.py``: ``PYTHONPATH=. "$MJ311"/bin/python -m benchmarks --only bench_fetch``;
 * **raw physics bound**: ``mj_step(model, data, nstep=n_substeps)`` on the same model, replaying the
   mocap targets and finger controls our env set in the same episodes (so contacts and solver work
   match), with nothing else per step. No env can step faster than this.

@@ -1,11 +1,12 @@
 """Record golden Fetch trajectories from Gymnasium-Robotics' v4 envs, for tests/envs/test_fetch.py.
 
 Gymnasium-Robotics 1.4.2 runs only on MuJoCo <= 3.11 (on 3.12+ its ``set_joint_qpos`` asserts), so
-run this in a separate environment, e.g.::
+run this in a separate virtual environment, from the repository root (``MJ311`` names any folder
+outside the clone, e.g. ``~/venvs/mujoco-3.11``)::
 
-    python -m venv /work/venv-mj311
-    /work/venv-mj311/bin/pip install mujoco==3.11.0 gymnasium-robotics==1.4.2 gymnasium==1.4.0 numpy
-    /work/venv-mj311/bin/python tests/data/record_fetch_golden.py
+    python -m venv "$MJ311"
+    "$MJ311"/bin/pip install mujoco==3.11.0 gymnasium-robotics==1.4.2 gymnasium==1.4.0 numpy
+    "$MJ311"/bin/python tests/data/record_fetch_golden.py
 
 It writes ``tests/data/fetch_golden.npz`` (about 200 KB), with, for each task:
 
