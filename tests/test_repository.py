@@ -1,0 +1,61 @@
+"""The repository stands on its own: plain ``pytest`` runs the suite, and no file names a machine path."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Paths of the machine the project was first written on, and its side virtual environment.
+MACHINE_PATH = re.compile(r"/work/|/root/|venv-mj")
+# README.md is rewritten by hand elsewhere; remove it from this set once its benchmark note is fixed.
+NOT_YET_CLEAN = {"README.md"}
+
+
+def _tracked_files() -> list[Path]:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    return [ROOT / name for name in out.stdout.splitlines()]
+
+
+def test_no_machine_paths_in_tracked_files() -> None:
+    offending = []
+    for path in _tracked_files():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in NOT_YET_CLEAN or not path.is_file() or rel == "tests/test_repository.py":
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # binary data (e.g. tests/data/*.npz)
+        for number, line in enumerate(text.splitlines(), 1):
+            if MACHINE_PATH.search(line):
+                offending.append(f"{rel}:{number}: {line.strip()}")
+    assert offending == []
+
+
+def test_plain_pytest_collects_the_modules_that_import_tests_conftest() -> None:
+    # `python -m pytest` puts the working directory on sys.path; the `pytest` script does not, so
+    # `from tests.conftest import ...` works there only through pyproject's pythonpath setting.
+    script = Path(sys.executable).with_name("pytest")
+    if not script.exists():
+        pytest.skip(f"no pytest script next to {sys.executable}")
+    modules = ["tests/test_registry.py", "tests/test_check.py", "tests/test_wrappers.py"]
+    result = subprocess.run(
+        [str(script), "--collect-only", "-q", "-p", "no:cacheprovider", *modules],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "No module named 'tests'" not in result.stdout
+    collected = re.search(r"(\d+) tests? collected", result.stdout)
+    assert collected is not None and int(collected.group(1)) > 50, result.stdout[-500:]
