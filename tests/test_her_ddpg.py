@@ -1,0 +1,171 @@
+"""The compact DDPG+HER example: its pieces, its outputs, checkpoints and resume, and its input errors."""
+
+from __future__ import annotations
+
+import csv
+import pickle
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("mujoco")
+pytest.importorskip("matplotlib")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+import her_ddpg  # noqa: E402
+
+# A run of seconds: 2 envs, 3 cycles of 2 updates per epoch, a tiny network.
+TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "3", "--n-batches", "2",
+        "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "2000",
+        "--eval-episodes", "3", "--save-freq", "1", "--no-gif"]  # fmt: skip
+
+
+def test_normalizer_matches_numpy_and_clips() -> None:
+    rng = np.random.default_rng(0)
+    data = rng.normal(3.0, 2.0, size=(500, 4))
+    norm = her_ddpg.Normalizer(4, eps=0.01, clip=5.0)
+    norm.update(data[:200])
+    norm.update(data[200:])
+    np.testing.assert_allclose(norm.mean, data.mean(0), rtol=1e-6)
+    np.testing.assert_allclose(norm.std, data.std(0), rtol=1e-5)
+    out = norm(np.full((1, 4), 1e6, np.float32))
+    assert np.all(out == 5.0)
+    flat = her_ddpg.Normalizer(2, eps=0.01, clip=5.0)
+    flat.update(np.ones((10, 2)))
+    assert np.all(flat.std == np.float32(0.01))  # a constant input divides by eps, not by 0
+
+
+def test_future_goals_come_from_the_same_episode_at_or_after_the_step() -> None:
+    n, steps = 3, 50
+    # achieved goal of env e after step t is (e, t, 0): the relabelled goal tells where it came from.
+    achieved = np.stack(
+        [*np.meshgrid(np.arange(n), np.arange(steps), indexing="ij"), np.zeros((n, steps))], -1
+    )
+    goals, use = her_ddpg.future_goals(achieved, np.random.default_rng(1), share=0.8)
+    assert goals.shape == (n, steps, 3) and use.shape == (n, steps)
+    assert np.all(goals[..., 0] == np.arange(n)[:, None])  # same env
+    assert np.all(goals[..., 1] >= np.arange(steps))  # at or after the step
+    assert 0.7 < use.mean() < 0.9
+
+
+def test_update_clips_targets_and_moves_both_networks() -> None:
+    cfg = her_ddpg.Config(hidden=8, layers=1, bf16=False)
+    agent = her_ddpg.Agent(cfg, obs_dim=5, goal_dim=3, act_dim=4)
+    rng = np.random.default_rng(0)
+    b = 16
+
+    def obs() -> dict:
+        return {"observation": rng.normal(size=(b, 5)).astype(np.float32),
+                "desired_goal": rng.normal(size=(b, 3)).astype(np.float32)}  # fmt: skip
+
+    batch = {"observations": obs(), "next_observations": obs(), "rewards": -np.ones(b, np.float32),
+             "actions": rng.uniform(-1, 1, (b, 4)).astype(np.float32), "terminateds": np.zeros(b, np.float32)}  # fmt: skip
+    actor0 = [p.clone() for p in agent.actor.parameters()]
+    critic0 = [p.clone() for p in agent.critic.parameters()]
+    target0 = [p.clone() for p in agent.critic_target.parameters()]
+    agent.update(batch)
+    assert any(not torch.equal(a, p) for a, p in zip(actor0, agent.actor.parameters(), strict=True))
+    assert any(not torch.equal(a, p) for a, p in zip(critic0, agent.critic.parameters(), strict=True))
+    assert all(torch.equal(a, p) for a, p in zip(target0, agent.critic_target.parameters(), strict=True))
+    agent.update_targets()
+    for t0, t, p in zip(target0, agent.critic_target.parameters(), agent.critic.parameters(), strict=True):
+        torch.testing.assert_close(t, 0.95 * t0 + 0.05 * p)
+
+
+def _rows(out: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader((out / "eval.csv").open()))
+
+
+def test_run_writes_curve_plot_checkpoint_and_gif(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    success = her_ddpg.main([*TINY, "--epochs", "2", "--output", str(out)])
+    assert 0.0 <= success <= 1.0
+    rows = _rows(out)
+    assert [int(r["epoch"]) for r in rows] == [1, 2]
+    assert [int(r["env_steps"]) for r in rows] == [300, 600]  # 3 cycles x 2 envs x 50 steps per epoch
+    assert [int(r["updates"]) for r in rows] == [6, 12]
+    assert float(rows[-1]["success_rate"]) == success
+    for name in ("success.png", "checkpoint.pt", "storage.pkl", "envs.pkl", "config.json", "commands.txt"):
+        assert (out / name).stat().st_size > 0, name
+    with (out / "storage.pkl").open("rb") as f:
+        assert pickle.load(f).num_transitions == 600
+
+
+def test_gif_of_the_greedy_policy(tmp_path: Path) -> None:
+    import gymnasium as gym
+
+    try:
+        env = gym.make("goalenvs/FetchReach-v0", render_mode="rgb_array", width=32, height=32)
+        env.reset(seed=0)
+        env.render()
+    except gym.error.DependencyNotInstalled as exc:  # no EGL/OSMesa here, or mujoco chose GLFW first
+        pytest.skip(f"MuJoCo cannot render here: {exc}")
+    imageio = pytest.importorskip("imageio.v2")
+    agent = her_ddpg.Agent(her_ddpg.Config(hidden=8, layers=1), obs_dim=10, goal_dim=3, act_dim=4)
+    path = tmp_path / "policy.gif"
+    her_ddpg.record_gif(agent, "goalenvs/FetchReach-v0", path, episodes=2, size=32)
+    frames = imageio.mimread(path)
+    assert len(frames) == 2 * 51 and frames[0].shape[:2] == (32, 32)  # reset frame + 50 steps each
+
+
+def _state(out: Path) -> dict:
+    return torch.load(out / "checkpoint.pt", weights_only=False)
+
+
+def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    her_ddpg.main([*TINY, "--epochs", "3", "--output", str(whole)])
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(split)])
+    her_ddpg.main(["--resume", str(split), "--epochs", "3", "--no-gif"])
+    a, b = _state(whole), _state(split)
+    assert a["epoch"] == b["epoch"] == 3 and a["updates"] == b["updates"] == 18
+    for net in ("actor", "critic", "actor_target", "critic_target"):
+        for key, value in a["agent"][net].items():
+            assert torch.equal(value, b["agent"][net][key]), (net, key)
+    assert a["rng"] == b["rng"]
+    with (whole / "storage.pkl").open("rb") as f, (split / "storage.pkl").open("rb") as g:
+        sa, sb = pickle.load(f), pickle.load(g)
+    assert sa.num_transitions == sb.num_transitions == 900  # every transition kept
+    assert np.array_equal(sa.sample_arrays(64)["actions"], sb.sample_arrays(64)["actions"])
+    ra, rb = _rows(whole), _rows(split)
+    assert [r["success_rate"] for r in ra] == [r["success_rate"] for r in rb]
+    assert [int(r["epoch"]) for r in rb] == [1, 2, 3]  # appended to the same curve
+    assert len((split / "commands.txt").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--env", "goalenvs/BitFlip-v0"], "--env-id: this agent runs the goalenvs Fetch ids"),
+        (["--env", "NoSuchEnv-v0"], "--env-id:"),
+        (["--epochs", "0"], "--epochs must be >= 1, got 0"),
+        (["--batch-size", "-3"], "--batch-size must be >= 1, got -3"),
+        (["--save-freq", "-1"], "--save-freq must be >= 0"),
+        (["--epochs", "x"], "--epochs: invalid int value"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main([*argv, "--output", str(out)])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert message in err[-1]
+    assert not out.exists()
+
+
+def test_refuses_a_non_empty_output_and_a_resume_without_checkpoint(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main([*TINY, "--output", str(out)])
+    assert exc.value.code == 2 and "is not empty" in capsys.readouterr().err
+    assert (out / "keep.txt").read_text() == "mine"
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main(["--resume", str(out)])
+    assert exc.value.code == 2 and "no config.json" in capsys.readouterr().err
