@@ -14,6 +14,7 @@ any other goal, without touching the environment's state.
 
 from __future__ import annotations
 
+import warnings
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, Generic, TypeVar
@@ -102,6 +103,48 @@ def info_values(info: Any, key: str, batch_shape: tuple[int, ...], default: Any 
                 values.append(item[key])
         return np.asarray(values).reshape(infos.shape).reshape(batch_shape)
     raise TypeError(f"info must be None, a dict, or a sequence/array of dicts, got {type(info).__name__}")
+
+
+# Messages already given by warn_once in this process.
+_WARNED: set[str] = set()
+
+
+def warn_once(message: str, stacklevel: int = 3) -> None:
+    """Issue ``message`` as a ``UserWarning`` the first time this process asks for it, never again.
+
+    For advice given from inside ``compute_reward`` & co., which a replay buffer calls on every batch.
+    """
+    if message in _WARNED:
+        return
+    _WARNED.add(message)
+    warnings.warn(message, UserWarning, stacklevel=stacklevel)
+
+
+# What a buffer that keeps no infos passes, and how to keep them: for the warnings below.
+NO_INFO_CAUSE = (
+    "stable-baselines3's HerReplayBuffer passes empty info dicts unless copy_info_dict=True, and "
+    "her.HerReplayBuffer passes info=None unless copy_info_dict=True"
+)
+
+NO_ELAPSED_STEPS = (
+    "{env}'s compute_truncated got an info without 'elapsed_steps' (" + NO_INFO_CAUSE + "): those "
+    "transitions count as not truncated. Keep the infos with copy_info_dict=True to compute it."
+)
+
+
+def info_values_or_default(
+    info: Any, key: str, batch_shape: tuple[int, ...], default: Any, warning: str
+) -> np.ndarray:
+    """:func:`info_values`, except that an info without ``key`` (or ``info=None``) reads as ``default``.
+
+    The first time that happens in this process, ``warning`` is issued (say what is lost and how to
+    keep it): a replay buffer that keeps no infos must not crash training, nor lose a term silently.
+    """
+    try:
+        return info_values(info, key, batch_shape)
+    except KeyError:
+        warn_once(warning, stacklevel=4)
+        return info_values(info, key, batch_shape, default=default)
 
 
 class GoalEnv(gym.Env[ObsT, ActT], Generic[ObsT, ActT]):

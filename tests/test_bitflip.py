@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import warnings
+
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
 import goalenvs  # noqa: F401  (registers the ids)
+import goalenvs.core
 from goalenvs.envs.bitflip import BitFlipEnv, BitFlipTask, BitFlipVectorEnv, random_bits
 
 OBS_KWARGS = [
@@ -117,8 +120,19 @@ def test_compute_reward_rejects_mismatched_shapes():
         task.compute_reward(np.zeros((2, 4)), np.zeros((3, 4)), None)
     with pytest.raises(ValueError, match=r"achieved_goal must have shape \(\.\.\., 4\)"):
         task.compute_reward(np.zeros((2, 5)), np.zeros((2, 5)), None)
-    with pytest.raises(KeyError, match="elapsed_steps"):
-        task.compute_truncated(np.zeros(4), np.zeros(4), {"is_success": False})
+
+
+def test_compute_truncated_without_elapsed_steps_is_false_and_warns_once(monkeypatch):
+    # stable-baselines3's HerReplayBuffer passes empty infos: no step count, so no truncation known.
+    monkeypatch.setattr(goalenvs.core, "_WARNED", set())
+    task = BitFlipTask(n_bits=4, max_steps=4)
+    with pytest.warns(UserWarning, match="BitFlip's compute_truncated got an info without 'elapsed_steps'"):
+        assert not task.compute_truncated(np.zeros(4), np.zeros(4), {"is_success": False})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per process
+        flags = task.compute_truncated(np.zeros((3, 4)), np.zeros((3, 4)), [{}, {"elapsed_steps": 4}, {}])
+        np.testing.assert_array_equal(flags, [False, True, False])
+        assert not task.compute_truncated(np.zeros((2, 4)), np.zeros((2, 4)), None).any()
 
 
 def test_goal_is_random_per_episode_and_start_differs_from_goal():

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+import goalenvs.core
 from goalenvs.envs.parking import (
     OBS_SCALES,
     SPOT_CENTRE,
@@ -233,10 +234,43 @@ def test_collision_term_travels_in_info_for_relabelling():
     np.testing.assert_array_equal(env.compute_reward(ag, dg, None), [0.0, 0.0, 0.0])
     vector_info = {"crashed": np.array([True, False, False])}
     np.testing.assert_array_equal(env.compute_reward(ag, dg, vector_info), [-5.0, 0.0, 0.0])
-    with pytest.raises(KeyError, match="crashed"):
-        env.compute_reward(ag[0], dg[0], {})
-    with pytest.raises(KeyError, match="time"):
-        env.compute_truncated(ag[0], dg[0], {"crashed": False})
+
+
+def test_infos_without_crashed_score_the_goal_term_and_warn_once(monkeypatch):
+    # stable-baselines3's HerReplayBuffer passes a list of empty dicts unless copy_info_dict=True.
+    monkeypatch.setattr(goalenvs.core, "_WARNED", set())
+    env = ParkingEnv()
+    rng = np.random.default_rng(1)
+    ag, dg = rng.normal(size=(5, 6)), rng.normal(size=(5, 6))
+    goal = env.compute_reward(ag, dg, None)
+    with pytest.warns(UserWarning) as record:
+        np.testing.assert_array_equal(env.compute_reward(ag, dg, [{} for _ in range(5)]), goal)
+        np.testing.assert_array_equal(env.compute_reward(ag[0], dg[0], {}), goal[0])  # no second warning
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert "compute_reward got an info without 'crashed'" in message
+    assert "crash penalty (collision_reward) is lost in relabelling" in message
+    assert "copy_info_dict=True" in message
+    # Entries that have the flag keep their penalty in a mixed batch.
+    infos = [{}, {"crashed": True}, {}, {}, {"crashed": False}]
+    np.testing.assert_array_equal(env.compute_reward(ag, dg, infos), goal + np.array([0, -5.0, 0, 0, 0]))
+    with pytest.warns(UserWarning, match="compute_terminated got an info without 'crashed'"):
+        np.testing.assert_array_equal(env.compute_terminated(ag, dg, [{}] * 5), goal > -0.12)
+    with pytest.warns(UserWarning, match="compute_truncated got an info without 'time'"):
+        assert not env.compute_truncated(ag, dg, [{}] * 5).any()
+    np.testing.assert_array_equal(env.compute_truncated(ag[:2], dg[:2], [{}, {"time": 100.0}]), [False, True])
+
+
+@needs_highway
+def test_compute_reward_with_an_empty_info_is_highway_envs(monkeypatch):
+    monkeypatch.setattr(goalenvs.core, "_WARNED", set())
+    ref = _highway()
+    rng = np.random.default_rng(2)
+    ag, dg = rng.normal(size=(8, 6)), rng.normal(size=(8, 6))
+    with pytest.warns(UserWarning, match="crash penalty"):
+        np.testing.assert_allclose(
+            ParkingEnv().compute_reward(ag, dg, {}), ref.compute_reward(ag, dg, {}), rtol=1e-12
+        )
 
 
 def test_step_reward_is_compute_reward_through_a_crash():

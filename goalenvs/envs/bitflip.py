@@ -18,7 +18,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from goalenvs.core import GoalEnv, info_values
+from goalenvs.core import NO_ELAPSED_STEPS, GoalEnv, info_values_or_default
 
 __all__ = ["OBS_TYPES", "BitFlipEnv", "BitFlipTask", "BitFlipVectorEnv"]
 
@@ -325,11 +325,15 @@ class BitFlipTask:
         """True where ``info["elapsed_steps"] >= max_steps``; bool of ``batch_shape``.
 
         Truncation is a matter of time, not of goals, so it reads the step count that ``step`` puts in
-        the info (a dict, a vector env's dict of arrays, or a sequence of dicts).
+        the info (a dict, a vector env's dict of arrays, or a sequence of dicts). Where an info has no
+        ``"elapsed_steps"`` (or is None) the answer is False, with a warning the first time.
         """
         achieved_goal = self._check_goal(achieved_goal, "achieved_goal")
         batch_shape = achieved_goal.shape[: achieved_goal.ndim - len(self.goal_shape)]
-        return info_values(info, "elapsed_steps", batch_shape) >= self.max_steps
+        steps = info_values_or_default(
+            info, "elapsed_steps", batch_shape, 0, NO_ELAPSED_STEPS.format(env="BitFlip")
+        )
+        return steps >= self.max_steps
 
 
 _ENV_DOC = """

@@ -43,7 +43,7 @@ if "MUJOCO_GL" not in os.environ and not (os.environ.get("DISPLAY") or os.enviro
 
 import mujoco  # noqa: E402  (must follow the MUJOCO_GL default above)
 
-from goalenvs.core import GoalEnv, info_values  # noqa: E402
+from goalenvs.core import NO_ELAPSED_STEPS, GoalEnv, info_values_or_default  # noqa: E402
 
 __all__ = ["TASKS", "FetchEnv", "FetchTask", "fetch_assets_dir", "goal_distance", "mat2euler", "fetch_reward"]
 
@@ -580,11 +580,17 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
         return np.zeros(np.shape(achieved_goal)[:-1], dtype=bool)
 
     def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """True where ``info["elapsed_steps"] >= max_steps`` (never with ``max_steps=None``); batch shape."""
+        """True where ``info["elapsed_steps"] >= max_steps`` (never with ``max_steps=None``); batch shape.
+
+        Where an info has no ``"elapsed_steps"`` (or is None) the answer is False, with a warning once.
+        """
         batch_shape = np.shape(achieved_goal)[:-1]
         if self.max_steps is None:
             return np.zeros(batch_shape, dtype=bool)
-        return info_values(info, "elapsed_steps", batch_shape) >= self.max_steps
+        steps = info_values_or_default(
+            info, "elapsed_steps", batch_shape, 0, NO_ELAPSED_STEPS.format(env="Fetch")
+        )
+        return steps >= self.max_steps
 
     def reset(  # type: ignore[override]
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

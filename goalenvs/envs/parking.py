@@ -25,7 +25,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from goalenvs.core import GoalEnv, info_values
+from goalenvs.core import NO_INFO_CAUSE, GoalEnv, info_values_or_default
 
 __all__ = [
     "ParkingConfig",
@@ -276,8 +276,8 @@ def _float_array(x: Any) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def _info_array(info: Any, key: str, batch_shape: tuple[int, ...]) -> np.ndarray:
-    """``info_values(info, key, batch_shape)``, with a shortcut for a step's own info dict."""
+def _info_array(info: Any, key: str, batch_shape: tuple[int, ...], default: Any, warning: str) -> np.ndarray:
+    """``info_values_or_default(...)``, with a shortcut for a step's own info dict."""
     if type(info) is dict:
         value = info.get(key)
         if type(value) is np.ndarray:
@@ -285,15 +285,33 @@ def _info_array(info: Any, key: str, batch_shape: tuple[int, ...]) -> np.ndarray
                 return value
         elif not batch_shape and isinstance(value, (bool, int, float)):
             return np.asarray(value)
-    return info_values(info, key, batch_shape)
+    return info_values_or_default(info, key, batch_shape, default, warning)
 
 
-def _crashed(info: Any, batch_shape: tuple[int, ...]) -> np.ndarray:
-    # None means "no transition behind these goals": no crash. A dict (or a batch of them) must say,
-    # because silently reading a missing flag as False is how the crash penalty gets lost in relabelling.
+# An info without "crashed" or "time": what is lost, and how to keep it (warned once per process).
+_NO_CRASH = (
+    "Parking's {fn} got an info without 'crashed' ("
+    + NO_INFO_CAUSE
+    + "): it scores the goal term alone, so the crash penalty (collision_reward) is lost in relabelling "
+    "{lost}. Keep it with replay_buffer_kwargs=dict(copy_info_dict=True) in either buffer."
+)
+_NO_CRASH_REWARD = _NO_CRASH.format(fn="compute_reward", lost="and relabelled crashes look like safe steps")
+_NO_CRASH_TERMINATED = _NO_CRASH.format(
+    fn="compute_terminated", lost="and a crash ends no relabelled episode"
+)
+_NO_TIME = (
+    "Parking's compute_truncated got an info without 'time' (" + NO_INFO_CAUSE + "): those transitions "
+    "count as not truncated. Keep the infos with copy_info_dict=True to compute it."
+)
+
+
+def _crashed(info: Any, batch_shape: tuple[int, ...], warning: str) -> np.ndarray:
+    # None means "no transition behind these goals": no crash. A dict (or a batch of them) without the
+    # flag is what a buffer that keeps no infos passes (stable-baselines3's, by default): score the
+    # goal term alone rather than crash training, and say once that the penalty is lost.
     if info is None:
         return np.zeros(batch_shape, dtype=bool)
-    return _info_array(info, "crashed", batch_shape).astype(bool)
+    return _info_array(info, "crashed", batch_shape, False, warning).astype(bool)
 
 
 def compute_reward(
@@ -309,7 +327,7 @@ def compute_reward(
     achieved_goal = _float_array(achieved_goal)
     desired_goal = _float_array(desired_goal)
     reward = goal_reward(achieved_goal, desired_goal, reward_weights, p)
-    crashed = _crashed(info, reward.shape)
+    crashed = _crashed(info, reward.shape, _NO_CRASH_REWARD)
     return reward + collision_reward * crashed
 
 
@@ -325,13 +343,13 @@ def compute_terminated(
     achieved_goal = _float_array(achieved_goal)
     desired_goal = _float_array(desired_goal)
     success = goal_reward(achieved_goal, desired_goal, reward_weights) > -success_goal_reward
-    return success | _crashed(info, success.shape)
+    return success | _crashed(info, success.shape, _NO_CRASH_TERMINATED)
 
 
 def compute_truncated(achieved_goal: Any, desired_goal: Any, info: Any, *, duration: float) -> np.ndarray:
     """Whether ``info["time"]`` (simulated seconds since reset) has reached ``duration``."""
     batch_shape = np.shape(achieved_goal)[:-1]
-    return np.asarray(_info_array(info, "time", batch_shape) >= duration)
+    return np.asarray(_info_array(info, "time", batch_shape, -np.inf, _NO_TIME) >= duration)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1123,6 +1141,7 @@ class _ParkingGoalFunctions:
         Vectorized over leading batch dimensions. ``info`` is a step's info, a dict of arrays, a batch
         of info dicts (what a replay buffer stores), or None for the goal term alone. The crash term
         does not depend on the goal, so it is kept when a transition is relabelled with another goal.
+        An info without ``"crashed"`` scores the goal term alone and warns once (the penalty is lost).
         """
         return compute_reward(
             achieved_goal,
@@ -1144,7 +1163,7 @@ class _ParkingGoalFunctions:
         )
 
     def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """``info["time"] >= duration``."""
+        """``info["time"] >= duration`` (False, with a warning once, where an info has no ``"time"``)."""
         return compute_truncated(achieved_goal, desired_goal, info, duration=self.config.duration)
 
 
@@ -1184,7 +1203,9 @@ class ParkingEnv(_ParkingGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarra
     returns exactly ``compute_reward(ag, dg, info)`` and the crash flag travels in ``info["crashed"]``.
     A crash does not depend on the goal, so adding it to a relabelled reward is correct: the
     transition crashed whatever goal it is scored against. ``info=None`` scores goals alone (no crash
-    term); a dict, or a batch of dicts, without ``"crashed"`` raises ``KeyError`` rather than guess.
+    term). An info without ``"crashed"`` (stable-baselines3's ``HerReplayBuffer`` passes empty ones
+    unless ``copy_info_dict=True``) scores the goal term alone too, as highway-env's does, and warns
+    once that the crash penalty is lost in relabelling; ``copy_info_dict=True`` keeps it.
 
     ## Starting State
     The car at (0, 0), speed 0, heading uniform in [0, 2 pi). The goal is a spot drawn uniformly from

@@ -36,6 +36,7 @@ if __import__("importlib").util.find_spec("gymnasium_robotics") is None:
     )
 
 import goalenvs  # noqa: E402
+import goalenvs.core  # noqa: E402
 from goalenvs.envs.fetch import TASKS, FetchEnv, fetch_reward, goal_distance, mat2euler  # noqa: E402
 
 GOLDEN = np.load(Path(__file__).parents[1] / "data" / "fetch_golden.npz")
@@ -361,11 +362,27 @@ def test_compute_reward_is_vectorized_and_pure(envs: dict[str, FetchEnv]) -> Non
         assert env.compute_terminated(ag, dg, None).shape == (4, 5)
         assert not env.compute_truncated(ag, dg, {"elapsed_steps": 49}).any()
         assert env.compute_truncated(ag, dg, [[{"elapsed_steps": 50}] * 5] * 4).all()
-        with pytest.raises(KeyError, match="elapsed_steps"):  # truncation is a matter of the step count
-            env.compute_truncated(ag, dg, None)
         assert not FetchEnv("reach", max_steps=None).compute_truncated(ag, dg, None).any()
     with pytest.raises(ValueError, match="goal shapes differ"):
         fetch_reward(np.zeros(3), np.zeros((2, 3)), 0.05, False)
+
+
+def test_compute_truncated_without_elapsed_steps_is_false_and_warns_once(monkeypatch) -> None:
+    # Truncation is a matter of the step count; a buffer that keeps no infos (stable-baselines3's
+    # default) passes empty ones: those transitions count as not truncated, and the user is told once.
+    monkeypatch.setattr(goalenvs.core, "_WARNED", set())
+    env = FetchEnv("reach")
+    ag = dg = np.zeros((4, 3))
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert not env.compute_truncated(ag, dg, [{}] * 4).any()
+        assert not env.compute_truncated(ag, dg, None).any()
+        np.testing.assert_array_equal(
+            env.compute_truncated(ag[:2], dg[:2], [{}, {"elapsed_steps": 50}]), [False, True]
+        )
+    assert len(record) == 1
+    assert "Fetch's compute_truncated got an info without 'elapsed_steps'" in str(record[0].message)
+    assert "copy_info_dict=True" in str(record[0].message)
     np.testing.assert_allclose(goal_distance(np.ones((2, 3)), np.zeros((2, 3))), np.sqrt(3.0))
 
 
