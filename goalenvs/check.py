@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 import textwrap
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -167,6 +169,11 @@ def _fmt(x: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _and(names: Sequence[str]) -> str:
+    """``"a"``, ``"a and b"``, ``"a, b and c"``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def _describe_space(space: Any) -> str:
     """A short rendering of a space (a Box's full bound arrays would swamp a message)."""
     if isinstance(space, spaces.Dict):
@@ -257,6 +264,26 @@ def _call(fn: Callable[..., Any], ag: Any, dg: Any, info: Any) -> np.ndarray:
     # Inputs are copied so that a compute_* that writes into its arguments cannot corrupt the
     # rollout the other checks read (check_compute_reward_pure looks for such writes on purpose).
     return np.asarray(fn(np.array(ag, copy=True), np.array(dg, copy=True), info))
+
+
+class _QuietGoalFunctions:
+    """Catch what goal functions warn during a probe call, without spending goalenvs' warn-once slots."""
+
+    def __enter__(self) -> list[warnings.WarningMessage]:
+        from goalenvs import core
+
+        self._saved = set(core._WARNED)
+        self._catch = warnings.catch_warnings(record=True)
+        caught = self._catch.__enter__()
+        warnings.simplefilter("always")
+        return caught  # type: ignore[return-value]
+
+    def __exit__(self, *exc: object) -> None:
+        from goalenvs import core
+
+        self._catch.__exit__(*exc)
+        core._WARNED.clear()
+        core._WARNED.update(self._saved)
 
 
 @dataclass
@@ -443,11 +470,13 @@ class _Context:
             found = self.find(name)
             if found is None:
                 continue
-            for args in ((ag, dg, infos), (ag[0], dg[0], last_info)):
-                try:
-                    found[0](*args)
-                except Exception:  # noqa: BLE001, S112 - a raising function is reported by its own check
-                    continue
+            # last_info may be a reset's info, which goal functions need not understand: no warnings.
+            with _QuietGoalFunctions():
+                for args in ((ag, dg, infos), (ag[0], dg[0], last_info)):
+                    try:
+                        found[0](*args)
+                    except Exception:  # noqa: BLE001, S112 - a raising function is reported by its own check
+                        continue
 
     # ---- turning raw events into transitions -------------------------------------------------------
 
@@ -1189,6 +1218,89 @@ def check_compute_truncated(ctx: _Context) -> Verdict:
     return _flag_check(ctx, "compute_truncated", "truncated")
 
 
+# What stable-baselines3's HerReplayBuffer passes as infos unless copy_info_dict=True (its
+# _get_virtual_samples: `infos = [{} for _ in range(len(batch_indices))]`).
+_SB3_DEFAULT_INFOS = (
+    "a list of empty dicts, what stable-baselines3's HerReplayBuffer passes unless copy_info_dict=True"
+)
+
+
+def _needed_info_keys(
+    fn: Callable[..., Any], ag: np.ndarray, dg: np.ndarray, infos: list[Any], err: Exception
+) -> list[str]:
+    """The info keys ``fn`` cannot do without: those whose removal from the step infos makes it raise.
+
+    Falls back on the quoted names in ``err`` (a ``KeyError`` names its key) when the step infos do
+    not help, e.g. because ``fn`` raises on them too.
+    """
+    dicts = [info for info in infos if isinstance(info, Mapping)]
+    keys = sorted({key for info in dicts for key in info if isinstance(key, str)})
+    needed: list[str] = []
+    if len(dicts) == len(infos) and keys:
+        with _QuietGoalFunctions():
+            try:
+                _call(fn, ag, dg, list(infos))
+                works = True
+            except Exception:  # noqa: BLE001 - then the step infos cannot tell which keys matter
+                works = False
+            for key in keys if works else ():
+                try:
+                    _call(fn, ag, dg, [{k: v for k, v in info.items() if k != key} for info in dicts])
+                except Exception:  # noqa: BLE001
+                    needed.append(key)
+    if not needed:
+        if isinstance(err, KeyError) and err.args and isinstance(err.args[0], str) and " " not in err.args[0]:
+            needed = [err.args[0]]  # info["key"] on a dict that lacks it
+        else:  # a message that quotes the key, e.g. goalenvs.info_values' "... has no 'key' entry"
+            needed = sorted(set(re.findall(r"'([^']+)'", str(err))) & set(keys))
+    return needed
+
+
+def check_empty_infos(ctx: _Context) -> Verdict:
+    """compute_* accept the infos stable-baselines3's HerReplayBuffer passes by default (empty dicts)."""
+    probe = ctx.probe()
+    ag, dg, step_infos = probe["ag"], probe["mixed"], probe["infos"]
+    empty = [{} for _ in range(len(ag))]
+    raised: list[tuple[str, Exception, list[str]]] = []
+    warned: list[tuple[str, str]] = []
+    names = [n for n in ("compute_reward", "compute_terminated", "compute_truncated") if ctx.find(n)]
+    for name in names:
+        fn = ctx.fn(name)
+        with _QuietGoalFunctions() as caught:
+            try:
+                _call(fn, ag, dg, empty)
+            except Exception as err:  # noqa: BLE001
+                raised.append((name, err, _needed_info_keys(fn, ag, dg, step_infos, err)))
+                continue
+        if caught:
+            warned.append((name, str(caught[0].message)))
+    if raised:
+        first, err, _ = raised[0]
+        keys = sorted({key for _, _, needed in raised for key in needed})
+        which = [name for name, _, _ in raised]
+        they = "it needs" if len(which) == 1 else "they need"
+        need = (
+            f"{they.capitalize()} the info key(s) {keys}." if keys else f"Which info keys {they} is unclear."
+        )
+        effects = []
+        if "compute_reward" in which:
+            effects.append("training with that buffer stops at its first sample")
+        if len(which) > ("compute_reward" in which):
+            effects.append("a buffer that recomputes episode ends for relabelled goals fails the same way")
+        return "warn", (
+            f"{_and(which)} raised on {_SB3_DEFAULT_INFOS}: {first} raised {type(err).__name__}: {err}. {need} "
+            f"So {' and '.join(effects)}. Fix: read each info key with a default where it is missing "
+            "(goalenvs.info_values(info, key, batch_shape, default=...)) and warn once that its term is "
+            "lost in relabelling; or tell users to pass replay_buffer_kwargs=dict(copy_info_dict=True)."
+        )
+    message = f"{_and(names)} accept {_SB3_DEFAULT_INFOS}."
+    if warned:
+        text = " ".join(warned[0][1].split())
+        text = text if len(text) <= 300 else text[:297] + "..."
+        message += f" {_and([name for name, _ in warned])} warned then; the first: {text}"
+    return "pass", message
+
+
 def check_reset_seeding(ctx: _Context) -> Verdict:
     """reset(seed=s) twice gives the same observation (and the one the rollout started from)."""
     assert ctx.events is not None
@@ -1321,6 +1433,7 @@ CHECKS: tuple[Callable[[_Context], Verdict], ...] = (
     check_best_reward_at_goal,
     check_compute_terminated,
     check_compute_truncated,
+    check_empty_infos,
     check_reset_seeding,
     check_rollout_determinism,
     check_deepcopy,
@@ -1331,7 +1444,7 @@ CHECKS: tuple[Callable[[_Context], Verdict], ...] = (
 _WITHOUT_GOAL_SPACE = (check_wrapper_keeps_goals, check_compute_reward_defined)
 _NEED_COMPUTE_REWARD = (
     check_reward_contract, check_compute_reward_vectorized, check_vector_batch_reward,
-    check_compute_reward_pure, check_reward_depends_on_goals, check_best_reward_at_goal,
+    check_compute_reward_pure, check_reward_depends_on_goals, check_best_reward_at_goal, check_empty_infos,
 )  # fmt: skip
 
 

@@ -120,15 +120,15 @@ def warn_once(message: str, stacklevel: int = 3) -> None:
     warnings.warn(message, UserWarning, stacklevel=stacklevel)
 
 
-# What a buffer that keeps no infos passes, and how to keep them: for the warnings below.
+# Why an info lacks a key, and how to keep the infos: the end of the warnings below.
 NO_INFO_CAUSE = (
-    "stable-baselines3's HerReplayBuffer passes empty info dicts unless copy_info_dict=True, and "
-    "her.HerReplayBuffer passes info=None unless copy_info_dict=True"
+    "stable-baselines3's HerReplayBuffer relabels with empty info dicts (her.HerReplayBuffer with "
+    "info=None) unless replay_buffer_kwargs=dict(copy_info_dict=True), which keeps each step's info"
 )
 
 NO_ELAPSED_STEPS = (
-    "{env}'s compute_truncated got an info without 'elapsed_steps' (" + NO_INFO_CAUSE + "): those "
-    "transitions count as not truncated. Keep the infos with copy_info_dict=True to compute it."
+    "{env}'s compute_truncated got an info without 'elapsed_steps': those transitions count as not "
+    "truncated. " + NO_INFO_CAUSE + "."
 )
 
 

@@ -324,6 +324,25 @@ class ScalarTerminatedEnv(ReachEnv):
         return np.asarray(bool(np.linalg.norm(np.asarray(achieved_goal) - desired_goal) <= THRESHOLD))
 
 
+class InfoKeyRequiredEnv(ReachEnv):
+    """compute_reward and compute_terminated need info["crashed"], with no default: stable-baselines3's
+    HerReplayBuffer, which passes empty infos unless copy_info_dict=True, stops at its first sample."""
+
+    def __init__(self) -> None:
+        super().__init__(terminate_on_success=True)
+
+    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        return {**super()._info(obs), "crashed": bool(np.abs(obs["achieved_goal"]).max() >= 1.0)}
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        crashed = info_values(info, "crashed", np.shape(achieved_goal)[:-1])  # no default: raises
+        return super().compute_reward(achieved_goal, desired_goal, info) - 5.0 * crashed
+
+    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        crashed = info_values(info, "crashed", np.shape(achieved_goal)[:-1]).astype(bool)
+        return super().compute_terminated(achieved_goal, desired_goal, info) | crashed
+
+
 class NoComputeRewardEnv(gym.Env):
     """A Dict-observation env without compute_reward."""
 

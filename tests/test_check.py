@@ -15,6 +15,7 @@ import pytest
 from gymnasium.wrappers import FlattenObservation
 
 import goalenvs
+import goalenvs.core
 from goalenvs import CheckReport, GoalEnvError, check_goal_env
 from tests.conftest import make_params
 
@@ -22,8 +23,8 @@ ALL_CHECKS = {
     "observation_space", "wrapper_keeps_goals", "compute_reward_defined", "rollout", "observations_in_space",
     "observations_not_aliased", "desired_goal_fixed", "is_success", "achieved_goal_in_desired_space",
     "reward_contract", "compute_reward_vectorized", "compute_reward_pure", "reward_depends_on_goals",
-    "best_reward_at_goal", "compute_terminated", "compute_truncated", "reset_seeding", "rollout_determinism",
-    "deepcopy", "pickle",
+    "best_reward_at_goal", "compute_terminated", "compute_truncated", "empty_infos", "reset_seeding",
+    "rollout_determinism", "deepcopy", "pickle",
 }  # fmt: skip
 
 
@@ -76,7 +77,16 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
     ),
     (
         "info read as one dict", reach(ce.InfoNotBatchedEnv), "compute_reward_vectorized", "fail",
-        "raised TypeError: list indices must be integers or slices, not str on a batch of 1", {},
+        "raised TypeError: list indices must be integers or slices, not str on a batch of 1",
+        {"empty_infos": "warn"},
+    ),
+    (
+        "info key needed, no default", reach(ce.InfoKeyRequiredEnv), "empty_infos", "warn",
+        "compute_reward and compute_terminated raised on a list of empty dicts, what stable-baselines3's "
+        "HerReplayBuffer passes unless copy_info_dict=True: compute_reward raised KeyError: \"an info in "
+        "the batch has no 'crashed' entry\". They need the info key(s) ['crashed']. So training with that "
+        "buffer stops at its first sample",
+        {},
     ),
     (
         "compute_reward draws from self.np_random", reach(ce.RngInRewardEnv), "compute_reward_pure",
@@ -175,6 +185,23 @@ def test_broken_env_is_caught_by_its_check(
     assert report.passed == (status != "fail" and "fail" not in also.values())
 
 
+def test_empty_infos_check_names_the_fix_and_keeps_goalenvs_warnings_for_training(monkeypatch) -> None:
+    message = check_goal_env(ce.make_reach(ce.InfoKeyRequiredEnv)).result("empty_infos").message
+    assert "Fix: read each info key with a default" in message and "copy_info_dict=True" in message
+    # Parking warns once per process that empty infos lose the crash penalty; the checker's probe with
+    # empty infos reports that warning but must not use it up (training would then lose it silently).
+    monkeypatch.setattr(goalenvs.core, "_WARNED", set())
+    env = gym.make("goalenvs/Parking-v0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the probe's warnings are caught, not shown
+        result = check_goal_env(env, n_steps=30).result("empty_infos")
+    assert result.status == "pass"
+    assert "compute_reward, compute_terminated and compute_truncated warned then" in result.message
+    assert "the crash penalty (collision_reward) is lost in relabelling" in result.message
+    with pytest.warns(UserWarning, match="crash penalty"):
+        env.unwrapped.compute_reward(np.zeros((2, 6)), np.zeros((2, 6)), [{}, {}])
+
+
 def test_messages_name_cause_and_fix() -> None:
     report = check_goal_env(ce.make_reach(ce.ActionPenaltyEnv))
     message = report.result("reward_contract").message
@@ -200,7 +227,7 @@ def test_report_api() -> None:
         report.raise_if_failed()
     with pytest.raises(KeyError, match="no result named 'nope'"):
         report.result("nope")
-    assert report.summary().startswith("ActionPenaltyEnv: 19 passed, 0 warning(s), 1 failed")
+    assert report.summary().startswith("ActionPenaltyEnv: 20 passed, 0 warning(s), 1 failed")
 
 
 def test_env_is_left_usable_and_seeded() -> None:

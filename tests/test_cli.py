@@ -32,7 +32,7 @@ def test_check_good_env_exits_0_with_a_table(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert out.startswith(f"goalenvs check {GOOD} (n_steps=60, seed=0)")
     assert "PASS  reward_contract" in out
-    assert out.rstrip().endswith(f"{GOOD}: 20 passed, 0 warning(s), 0 failed -> PASSED")
+    assert out.rstrip().endswith(f"{GOOD}: 21 passed, 0 warning(s), 0 failed -> PASSED")
 
 
 def test_check_broken_env_exits_1(capsys: pytest.CaptureFixture[str]) -> None:

@@ -290,18 +290,17 @@ def _info_array(info: Any, key: str, batch_shape: tuple[int, ...], default: Any,
 
 # An info without "crashed" or "time": what is lost, and how to keep it (warned once per process).
 _NO_CRASH = (
-    "Parking's {fn} got an info without 'crashed' ("
-    + NO_INFO_CAUSE
-    + "): it scores the goal term alone, so the crash penalty (collision_reward) is lost in relabelling "
-    "{lost}. Keep it with replay_buffer_kwargs=dict(copy_info_dict=True) in either buffer."
+    "Parking's {fn} got an info without 'crashed': it scores the goal term alone, so the crash penalty "
+    "(collision_reward) is lost in relabelling {lost}. " + NO_INFO_CAUSE + "."
 )
 _NO_CRASH_REWARD = _NO_CRASH.format(fn="compute_reward", lost="and relabelled crashes look like safe steps")
 _NO_CRASH_TERMINATED = _NO_CRASH.format(
     fn="compute_terminated", lost="and a crash ends no relabelled episode"
 )
 _NO_TIME = (
-    "Parking's compute_truncated got an info without 'time' (" + NO_INFO_CAUSE + "): those transitions "
-    "count as not truncated. Keep the infos with copy_info_dict=True to compute it."
+    "Parking's compute_truncated got an info without 'time': those transitions count as not truncated. "
+    + NO_INFO_CAUSE
+    + "."
 )
 
 
