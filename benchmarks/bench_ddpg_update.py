@@ -1,0 +1,100 @@
+"""DDPG+HER gradient steps/s on FetchPush: ``examples/her_ddpg.py`` against stable-baselines3's DDPG.
+
+Both sides sample a HER batch from a buffer holding the same 40 random FetchPush episodes and take
+one critic and one actor step of ``[256, 256, 256]`` networks (the HER paper's), on one torch thread:
+ours with ``HerStorage.sample_arrays`` + ``Agent.update`` (bfloat16 hidden layers, and float32), the
+peer with ``DDPG.train(gradient_steps=1)`` on our ``her.HerReplayBuffer`` (so the buffer is not what
+differs). Batch 256 is one worker of the paper, 2048 its 8 workers' averaged gradient.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import Row, interleaved_rates
+
+N_EPISODES = 40
+
+
+def _episodes(env, n: int):
+    rng = np.random.default_rng(0)
+    for episode in range(n):
+        obs, _ = env.reset(seed=episode)
+        done = False
+        while not done:
+            action = rng.uniform(-1, 1, 4).astype(np.float32)
+            nxt, reward, terminated, truncated, info = env.step(action)
+            yield obs, action, reward, terminated, truncated, info, nxt
+            obs, done = nxt, terminated or truncated
+
+
+def run(quick: bool) -> list[Row]:
+    import gymnasium as gym
+    import torch
+    from stable_baselines3 import DDPG
+    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    import goalenvs  # noqa: F401
+    from her import HerReplayBuffer, HerStorage
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import her_ddpg
+
+    torch.set_num_threads(1)
+    repeats = 3 if quick else 15
+    env = gym.make("goalenvs/FetchPush-v0").unwrapped
+    space = env.observation_space
+    rows = []
+    for batch in (256, 2048):
+        agents = {}
+        for bf16 in (True, False):
+            cfg = her_ddpg.Config(bf16=bf16, batch_size=batch)
+            agent = her_ddpg.Agent(cfg, space["observation"].shape[0], space["desired_goal"].shape[0], 4)
+            agent.o_norm.update(np.zeros((2, space["observation"].shape[0])))
+            agent.g_norm.update(np.zeros((2, 3)))
+            agents[bf16] = agent
+        storage = HerStorage(10**6, space, env.action_space, env.compute_reward, seed=0)
+        vec = DummyVecEnv([lambda: gym.make("goalenvs/FetchPush-v0")])
+        model = DDPG(
+            "MultiInputPolicy", vec, buffer_size=10**6, batch_size=batch, learning_starts=0,
+            replay_buffer_class=HerReplayBuffer, policy_kwargs={"net_arch": [256, 256, 256]},
+            device="cpu", seed=0,
+        )  # fmt: skip
+        model.set_logger(configure(None, []))  # train() logs; learn() would have set this up
+        for obs, action, reward, terminated, truncated, info, nxt in _episodes(env, N_EPISODES):
+            storage.add(
+                {k: v[None] for k, v in obs.items()}, action[None], np.array([reward], np.float32),
+                np.array([terminated]), np.array([truncated]), None, {k: v[None] for k, v in nxt.items()},
+            )  # fmt: skip
+            model.replay_buffer.add(
+                {k: v[None] for k, v in obs.items()}, {k: v[None] for k, v in nxt.items()}, action[None],
+                np.array([reward]), np.array([terminated or truncated]), [{"TimeLimit.truncated": truncated}],
+            )  # fmt: skip
+
+        def ours(agent):
+            return lambda: [agent.update(storage.sample_arrays(batch)) for _ in range(10)]
+
+        def peer() -> None:
+            model.train(gradient_steps=10, batch_size=batch)
+
+        for fn in (ours(agents[True]), ours(agents[False]), peer):  # warm-up (allocations, oneDNN kernels)
+            fn()
+        bf16_rate, fp32_rate, peer_rate = interleaved_rates(
+            [ours(agents[True]), ours(agents[False]), peer], 10, repeats
+        )
+        for name, rate in (("bfloat16", bf16_rate), ("float32", fp32_rate)):
+            rows.append(
+                Row(
+                    "ddpg_update",
+                    f"sample + update, batch {batch}, [256]*3, {name}, 1 thread",
+                    "updates/s",
+                    rate,
+                    peer_rate,
+                    "sb3 DDPG.train",
+                )
+            )
+    return rows
