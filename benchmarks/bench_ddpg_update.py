@@ -31,6 +31,14 @@ def _episodes(env, n: int):
             obs, done = nxt, terminated or truncated
 
 
+def _ours(agent, storage, batch: int):
+    return lambda: [agent.update(storage.sample_arrays(batch)) for _ in range(10)]
+
+
+def _peer(model, batch: int):
+    return lambda: model.train(gradient_steps=10, batch_size=batch)
+
+
 def run(quick: bool) -> list[Row]:
     import gymnasium as gym
     import torch
@@ -65,7 +73,7 @@ def run(quick: bool) -> list[Row]:
             device="cpu", seed=0,
         )  # fmt: skip
         model.set_logger(configure(None, []))  # train() logs; learn() would have set this up
-        for obs, action, reward, terminated, truncated, info, nxt in _episodes(env, N_EPISODES):
+        for obs, action, reward, terminated, truncated, _info, nxt in _episodes(env, N_EPISODES):
             storage.add(
                 {k: v[None] for k, v in obs.items()}, action[None], np.array([reward], np.float32),
                 np.array([terminated]), np.array([truncated]), None, {k: v[None] for k, v in nxt.items()},
@@ -75,17 +83,11 @@ def run(quick: bool) -> list[Row]:
                 np.array([reward]), np.array([terminated or truncated]), [{"TimeLimit.truncated": truncated}],
             )  # fmt: skip
 
-        def ours(agent):
-            return lambda: [agent.update(storage.sample_arrays(batch)) for _ in range(10)]
-
-        def peer() -> None:
-            model.train(gradient_steps=10, batch_size=batch)
-
-        for fn in (ours(agents[True]), ours(agents[False]), peer):  # warm-up (allocations, oneDNN kernels)
+        ours = [_ours(agents[bf16], storage, batch) for bf16 in (True, False)]
+        peer = _peer(model, batch)
+        for fn in (*ours, peer):  # warm-up (allocations, oneDNN kernels)
             fn()
-        bf16_rate, fp32_rate, peer_rate = interleaved_rates(
-            [ours(agents[True]), ours(agents[False]), peer], 10, repeats
-        )
+        bf16_rate, fp32_rate, peer_rate = interleaved_rates([*ours, peer], 10, repeats)
         for name, rate in (("bfloat16", bf16_rate), ("float32", fp32_rate)):
             rows.append(
                 Row(
