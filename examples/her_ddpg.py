@@ -3,6 +3,9 @@
     python examples/her_ddpg.py --env goalenvs/FetchPush-v0 --seed 0
     python examples/her_ddpg.py --resume runs/FetchPush-v0_ddpg_s0          # continue a stopped run
 
+Per-task settings (epochs, envs per cycle, batch) come from ``examples/hyperparams/her_ddpg.yml``;
+command-line options override them.
+
 The algorithm is the one of Andrychowicz et al. (2017) and of OpenAI's multi-goal robotics report
 (Plappert et al., 2018), whose Fetch results the tutorials reproduce with 8-19 MPI workers: each
 *cycle* collects one episode in each of ``n_envs`` envs (the paper's 8 workers x 2 rollouts = 16),
@@ -44,11 +47,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+import yaml
 from torch import nn
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from her import HerStorage
 
+CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"
 TIMERS = ("env", "act", "store", "sample", "update", "eval", "checkpoint")
 
 
@@ -431,6 +436,9 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
     parser.add_argument("--save-freq", type=int, default=5, help="epochs between checkpoints (0: none)")
     parser.add_argument("--profile", action="store_true", help="print where the time went")
     parser.add_argument("--no-gif", action="store_true", help="skip the GIF of the trained policy")
+    parser.add_argument(
+        "--conf-file", type=Path, default=CONF_FILE, help="per-env settings (default %(default)s)"
+    )
     for f in fields(Config):
         flag = ["--" + f.name.replace("_", "-")] + (["--env"] if f.name == "env_id" else [])
         if f.type == "bool" or isinstance(f.default, bool):
@@ -458,7 +466,16 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
         if saved["epochs"] < done:
             parser.error(f"--epochs: {args.resume} has already run {done} epochs; pass --epochs >= {done}")
         return Config(**saved), args.resume, args
-    cfg = Config(**values)
+    env_id = values.get("env_id", Config.env_id)
+    try:
+        entries = yaml.safe_load(args.conf_file.read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        parser.error(f"--conf-file: cannot read {args.conf_file}: {str(exc).splitlines()[0]}")
+    entry = dict(entries.get(env_id) or {})
+    unknown = sorted(set(entry) - {f.name for f in fields(Config)})
+    if unknown:
+        parser.error(f"--conf-file: {args.conf_file} entry {env_id!r} has unknown keys {unknown}")
+    cfg = Config(**{**entry, **values})
     for name in ("epochs", "n_envs", "n_cycles", "n_batches", "batch_size", "buffer_size", "hidden", "layers",
                  "eval_episodes", "threads"):  # fmt: skip
         if getattr(cfg, name) < 1:

@@ -169,3 +169,27 @@ def test_refuses_a_non_empty_output_and_a_resume_without_checkpoint(tmp_path, ca
     with pytest.raises(SystemExit) as exc:
         her_ddpg.main(["--resume", str(out)])
     assert exc.value.code == 2 and "no config.json" in capsys.readouterr().err
+
+
+def test_conf_file_entry_applies_and_options_override_it(tmp_path, capsys) -> None:
+    import json
+
+    conf = tmp_path / "conf.yml"
+    conf.write_text("goalenvs/FetchReach-v0:\n  n_cycles: 1\n  n_envs: 3\n  hidden: 8\n")
+    out = tmp_path / "run"
+    her_ddpg.main([*TINY, "--conf-file", str(conf), "--epochs", "1", "--output", str(out)])
+    saved = json.loads((out / "config.json").read_text())
+    assert saved["n_envs"] == 2 and saved["hidden"] == 16  # the options given win
+    assert saved["n_cycles"] == 3  # TINY sets it too
+    conf.write_text("goalenvs/FetchReach-v0:\n  n_cycles: 1\n")
+    her_ddpg.main(["--env", "goalenvs/FetchReach-v0", "--conf-file", str(conf), "--epochs", "1", "--n-envs", "2",
+                   "--n-batches", "1", "--batch-size", "8", "--hidden", "8", "--eval-episodes", "1",
+                   "--buffer-size", "1000", "--no-gif", "--output", str(tmp_path / "run2")])  # fmt: skip
+    assert json.loads((tmp_path / "run2" / "config.json").read_text())["n_cycles"] == 1  # from the file
+    conf.write_text("goalenvs/FetchReach-v0:\n  n_cycle: 1\n")
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main(
+            ["--env", "goalenvs/FetchReach-v0", "--conf-file", str(conf), "--output", str(tmp_path / "x")]
+        )
+    assert exc.value.code == 2 and "unknown keys ['n_cycle']" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
