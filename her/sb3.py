@@ -21,6 +21,16 @@ parent's storage is built or used. What differs from stable-baselines3's buffer:
 * extra keyword-only options: ``recompute_terminated`` (relabelled ``done`` from the env's
   ``compute_terminated``, stable-baselines3 issue #627), ``compute_reward`` / ``compute_terminated``
   (explicit functions instead of the env's) and ``seed``.
+
+stable-baselines3's arrays, read-only: code written against the stock buffer that reads
+``observations``, ``next_observations``, ``actions``, ``rewards``, ``dones``, ``timeouts``, ``infos``,
+``ep_start``, ``ep_length`` or ``_current_ep_start`` keeps working. Each is a property returning
+arrays in the stock layout ``(buffer_size, n_envs, ...)`` (``buffer_size`` per env, row ``pos - 1``
+the latest step), with the stock dtypes (``dones`` / ``timeouts`` float32). ``observations``,
+``actions`` and ``rewards`` are views of the storage; the others are assembled on each access (O(buffer):
+each observation is stored once, so ``next_observations`` is rebuilt from the next rows and the kept
+final observations). They cannot be written to: the storage is written by ``add`` only. See
+:mod:`her.rows` for the details.
 """
 
 from __future__ import annotations
@@ -45,6 +55,11 @@ from her.storage import GoalFn, HerStorage
 from her.strategies import GoalSelectionStrategy
 
 __all__ = ["HerReplayBuffer"]
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array
 
 
 class _EnvMethod:
@@ -219,6 +234,59 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
     @property
     def full(self) -> bool:  # type: ignore[override]
         return self._storage.full
+
+    # -------- stable-baselines3's arrays, read-only (for code written against the stock buffer)
+    @property
+    def observations(self) -> dict[str, np.ndarray]:  # type: ignore[override]
+        """``{key: (buffer_size, n_envs, *shape)}``: read-only views of the stored observations."""
+        return self._storage.rows("observations")
+
+    @property
+    def next_observations(self) -> dict[str, np.ndarray]:  # type: ignore[override]
+        """``{key: (buffer_size, n_envs, *shape)}``: the observation each stored step led to (assembled)."""
+        return self._storage.rows("next_observations")
+
+    @property
+    def actions(self) -> np.ndarray:  # type: ignore[override]
+        """``(buffer_size, n_envs, action_dim)``: a read-only view of the stored actions."""
+        return self._storage.rows("actions")
+
+    @property
+    def rewards(self) -> np.ndarray:  # type: ignore[override]
+        """``(buffer_size, n_envs)`` float32: a read-only view of the stored (not relabelled) rewards."""
+        return self._storage.rows("rewards")
+
+    @property
+    def dones(self) -> np.ndarray:  # type: ignore[override]
+        """``(buffer_size, n_envs)`` float32: 1 where the step ended its episode (terminated or truncated)."""
+        done = self._storage.rows("terminateds") | self._storage.rows("truncateds")
+        return _readonly(done.astype(np.float32))
+
+    @property
+    def timeouts(self) -> np.ndarray:  # type: ignore[override]
+        """``(buffer_size, n_envs)`` float32: 1 where a time limit ended the episode, if timeouts are handled."""
+        truncated = self._storage.rows("truncateds").astype(np.float32)
+        return _readonly(truncated if self.handle_timeout_termination else np.zeros_like(truncated))
+
+    @property
+    def infos(self) -> np.ndarray:  # type: ignore[override]
+        """``(buffer_size, n_envs)`` object array of the kept info dicts (empty dicts unless copy_info_dict)."""
+        return self._storage.rows("infos")
+
+    @property
+    def ep_start(self) -> np.ndarray:  # type: ignore[override]
+        """``(buffer_size, n_envs)``: the row where each row's episode starts (0 where unknown)."""
+        return self._storage.rows("episode_starts")
+
+    @property
+    def ep_length(self) -> np.ndarray:  # type: ignore[override]
+        """``(buffer_size, n_envs)``: each row's episode length where it can be sampled, else 0."""
+        return self._storage.rows("episode_lengths")
+
+    @property
+    def _current_ep_start(self) -> np.ndarray:
+        """``(n_envs,)``: the row where each env's unfinished episode started (``pos`` if none)."""
+        return self._storage.current_episode_starts
 
     def size(self) -> int:
         """Steps stored per env (stable-baselines3's meaning)."""

@@ -434,6 +434,24 @@ class HerStorage:
             arrays.append(self._infos)
         return int(sum(a.nbytes for a in arrays))
 
+    def rows(self, name: str) -> Any:
+        """Stored ``name`` as read-only arrays of shape ``(steps_per_env, n_envs, ...)`` (see :mod:`her.rows`).
+
+        ``name``: ``"observations"`` or ``"next_observations"`` (dicts of arrays), ``"actions"``,
+        ``"rewards"``, ``"terminateds"``, ``"truncateds"``, ``"episode_starts"``, ``"episode_lengths"``,
+        ``"infos"``. The layout of stable-baselines3's buffers; for inspection, not for training.
+        """
+        from her.rows import rows
+
+        return rows(self, name)
+
+    @property
+    def current_episode_starts(self) -> np.ndarray:
+        """Row where each env's unfinished episode started (``pos`` where none is under way)."""
+        from her.rows import current_episode_starts
+
+        return current_episode_starts(self)
+
     def episode_lengths(self) -> np.ndarray:
         """Lengths of the complete episodes that can be sampled, per env concatenated (for inspection)."""
         self.flush()

@@ -153,6 +153,66 @@ def test_statistically_equivalent_to_stable_baselines3(strategy):
     assert all(ours_next[key] == their_next[key] for key in ours_next)
 
 
+STOCK_ARRAYS = ("actions", "rewards", "dones", "timeouts", "ep_start", "ep_length", "_current_ep_start")
+
+
+@pytest.mark.parametrize(
+    ("n_envs", "capacity", "n_steps", "handle_timeouts"),
+    [(1, 40, 30, True), (1, 40, 150, True), (3, 120, 150, False), (3, 120, 400, True), (2, 30, 333, True)],
+    ids=["1env", "1env-wrapped", "3envs-wrapped-no-timeouts", "3envs-wrapped-twice", "2envs-tiny-ring"],
+)
+def test_stock_arrays_equal_stable_baselines3s(n_envs, capacity, n_steps, handle_timeouts):
+    """Code reading the stock buffer's arrays reads the same values from ours, also after truncation."""
+    env = DummyVecEnv([EncodedEnv] * n_envs)
+    space, action_space = EncodedEnv.observation_space, EncodedEnv.action_space
+    kwargs = dict(n_envs=n_envs, handle_timeout_termination=handle_timeouts)
+    ours = HerReplayBuffer(capacity, space, action_space, env, seed=1, **kwargs)
+    theirs = SB3HerReplayBuffer(capacity, space, action_space, env, **kwargs)
+    for seed, steps in ((0, n_steps), (1, 7)):  # the second feed goes on mid-episode
+        feed([ours, theirs], n_envs, n_steps=steps, seed=seed)
+        for truncate in (False, True):
+            if truncate:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # both warn that the last episodes are cut
+                    ours.truncate_last_trajectory()
+                    theirs.truncate_last_trajectory()
+            assert ours.pos == theirs.pos and ours.full == theirs.full
+            for name in STOCK_ARRAYS:
+                a, b = getattr(ours, name), getattr(theirs, name)
+                assert a.dtype == b.dtype and a.shape == b.shape, name
+                np.testing.assert_array_equal(a, b, err_msg=name)
+            for name in ("observations", "next_observations"):
+                a, b = getattr(ours, name), getattr(theirs, name)
+                assert a.keys() == b.keys()
+                for key in a:
+                    assert a[key].dtype == b[key].dtype and a[key].shape == b[key].shape
+                    np.testing.assert_array_equal(a[key], b[key], err_msg=f"{name}[{key!r}]")
+
+
+def test_stock_arrays_are_read_only_and_follow_adds():
+    env = DummyVecEnv([EncodedEnv] * 2)
+    space, action_space = EncodedEnv.observation_space, EncodedEnv.action_space
+    buffer = HerReplayBuffer(100, space, action_space, env, n_envs=2, seed=0, copy_info_dict=True)
+    feed([buffer], 2, 20)
+    observations = buffer.observations["observation"]
+    assert observations.shape == (50, 2, 3) and np.shares_memory(observations, buffer.storage._rows)
+    for name in ("actions", "rewards", "dones", "ep_length"):
+        with pytest.raises(ValueError, match="read-only"):
+            getattr(buffer, name)[0] = 1
+    with pytest.raises(ValueError, match="read-only"):
+        observations[0] = 1
+    with pytest.raises(AttributeError):
+        buffer.rewards = np.zeros((50, 2), np.float32)
+    # Rows written later show in a view taken before (it views the storage, as the stock arrays are).
+    feed([buffer], 2, 5, seed=1)
+    assert buffer.pos == 25
+    np.testing.assert_array_equal(observations[20:25], buffer.observations["observation"][20:25])
+    assert observations[20:25].any()
+    # infos: the kept dicts (copy_info_dict=True), empty dicts on rows never written.
+    infos = buffer.infos
+    assert infos.shape == (50, 2) and set(infos[0, 0]) == {"TimeLimit.truncated"} and infos[30, 1] == {}
+
+
 def bitflip_env(n_envs=1, continuous=False, n_bits=5, vec_env_cls=None):
     return make_vec_env(
         BITFLIP, n_envs=n_envs, env_kwargs=dict(n_bits=n_bits, continuous=continuous), vec_env_cls=vec_env_cls

@@ -59,3 +59,59 @@ def test_plain_pytest_collects_the_modules_that_import_tests_conftest() -> None:
     assert "No module named 'tests'" not in result.stdout
     collected = re.search(r"(\d+) tests? collected", result.stdout)
     assert collected is not None and int(collected.group(1)) > 50, result.stdout[-500:]
+
+
+def _runner():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "run_sb3_her_tests", ROOT / "tests/sb3_suite/run_sb3_her_tests.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _sdist(tmp_path: Path, files: dict[str, str]) -> Path:
+    import io
+    import tarfile
+
+    path = tmp_path / "stable_baselines3-9.9.9.tar.gz"
+    with tarfile.open(path, "w:gz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            member = tarfile.TarInfo(f"stable_baselines3-9.9.9/{name}")
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    return path
+
+
+def test_sb3_suite_runner_changes_only_the_import(tmp_path: Path) -> None:
+    runner = _runner()
+    source = "import numpy as np\n" + runner.STOCK_IMPORT + "def test_x():\n    assert HerReplayBuffer\n"
+    sdist = _sdist(tmp_path, {"tests/test_her.py": source, "setup.py": ""})
+    rewritten = runner.rewrite(runner.test_file_from(sdist))
+    assert rewritten == source.replace(
+        runner.STOCK_IMPORT,
+        "from stable_baselines3 import DDPG, DQN, SAC, TD3\nfrom her import HerReplayBuffer\n",
+    )
+    assert runner.main(["--sdist", str(sdist), "--keep", str(tmp_path / "kept"), "--", "--collect-only"]) == 0
+    assert (tmp_path / "kept" / "test_her.py").read_text() == rewritten
+
+
+@pytest.mark.parametrize(
+    ("files", "error"),
+    [
+        ({"setup.py": ""}, "has no tests/test_her.py"),
+        (
+            {"tests/test_her.py": "from stable_baselines3 import HerReplayBuffer\n"},
+            "does not import HerReplayBuffer",
+        ),
+    ],
+    ids=["no-tests", "other-import"],
+)
+def test_sb3_suite_runner_says_in_one_line_why_it_cannot_run(tmp_path: Path, capsys, files, error) -> None:
+    assert _runner().main(["--sdist", str(_sdist(tmp_path, files))]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and error in err and err.count("\n") == 1
