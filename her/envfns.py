@@ -31,7 +31,7 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["resolve_env_function"]
+__all__ = ["IDS_IN_WORKERS", "resolve_env_function", "resolve_env_function_or_reason"]
 
 
 def _wrapper_attr(env: Any, name: str) -> Any:
@@ -59,28 +59,47 @@ def _local_envs(env: Any) -> list[Any] | None:
     return None
 
 
-def _remote_spec(env: Any) -> Any:
-    """The EnvSpec of the first environment of a stable-baselines3 VecEnv whose envs live elsewhere."""
+# Why "goalenvs/..." ids (and any id registered by an import) may be unknown in worker processes.
+IDS_IN_WORKERS = (
+    "ids registered by an import, such as goalenvs' (`import goalenvs`), are unknown in SubprocVecEnv "
+    "workers that did not run that import: stable-baselines3's default start method (forkserver, else "
+    "spawn) starts them fresh, importing only the main module. Fixes: ids with the module prefix, "
+    'e.g. "goalenvs:goalenvs/Parking-v0" (gym.make imports goalenvs first, in whichever process makes '
+    'the env), or SubprocVecEnv(..., start_method="fork") (workers inherit the main process\' registry)'
+)
+
+
+def _remote_spec(env: Any) -> tuple[Any, str]:
+    """The EnvSpec of the first env of a stable-baselines3 VecEnv whose envs live elsewhere, or why not."""
     try:
         specs = env.get_attr("spec", indices=[0])
-    except (AttributeError, EOFError, BrokenPipeError):
-        return None
-    return specs[0] if specs else None
+    except (AttributeError, EOFError, BrokenPipeError, ConnectionError) as err:
+        return None, f"their spec could not be fetched ({type(err).__name__}: {err})"
+    spec = specs[0] if specs else None
+    if spec is None:
+        return None, "were not made by gym.make (their spec is None), so none can be rebuilt here"
+    return spec, ""
 
 
 _VECTOR_ONLY_KWARGS = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers")
 
 
-def _env_from_spec(spec: Any) -> Any:
-    """One plain environment made in this process from ``spec`` (a vector env's spec works too)."""
+def _env_from_spec(spec: Any) -> tuple[Any, str]:
+    """One plain environment made in this process from ``spec`` (a vector env's spec works too), or why not."""
+    entry_point = getattr(spec, "entry_point", None)
+    if entry_point is None or (isinstance(entry_point, str) and ":" not in entry_point):
+        # Gymnasium gives envs made without gym.make a spec too, with entry point "no-entry-point".
+        return None, (
+            f"its spec ({spec.id!r}) has no entry point to rebuild it from (the env was not made by gym.make)"
+        )
     kwargs = {key: value for key, value in (spec.kwargs or {}).items() if key not in _VECTOR_ONLY_KWARGS}
     try:
         # Without the spec's extra wrappers: some (e.g. stable-baselines3's Monitor) cannot be
         # recreated, and the functions we want belong to the environment itself.
         spec = dataclasses.replace(spec, kwargs=kwargs, additional_wrappers=())
-        return gym.make(spec, disable_env_checker=True)
-    except Exception:  # an unmakeable spec means "not resolvable here", not a crash of training
-        return None
+        return gym.make(spec, disable_env_checker=True), ""
+    except Exception as err:  # an unmakeable spec means "not resolvable here", not a crash of training
+        return None, f"making its spec {spec.id!r} here failed ({type(err).__name__}: {err})"
 
 
 def resolve_env_function(env: Any, name: str) -> Callable[..., Any] | None:
@@ -90,24 +109,37 @@ def resolve_env_function(env: Any, name: str) -> Callable[..., Any] | None:
     (possibly wrapped). Returns ``None`` when the method cannot be had in this process (the env lacks
     it, or the env lives in another process and has no spec to rebuild it from).
     """
+    return resolve_env_function_or_reason(env, name)[0]
+
+
+def resolve_env_function_or_reason(env: Any, name: str) -> tuple[Callable[..., Any] | None, str]:
+    """:func:`resolve_env_function`, and when it gives ``None``, why (a clause for a warning)."""
     if isinstance(env, gym.Env):
-        return _wrapper_attr(env, name)
+        return _found(_wrapper_attr(env, name), name)
     if isinstance(env, gym.vector.VectorEnv):
         base = env.unwrapped
         own = getattr(base, name, None)
         if callable(own):  # a native vector env: its functions are already vectorized and local
-            return own
+            return own, ""
         local = _local_envs(base)
         if local is not None:
-            return _wrapper_attr(local[0], name)
+            return _found(_wrapper_attr(local[0], name), name)
         spec = getattr(base, "spec", None) or getattr(env, "spec", None)
+        reason = "its envs run in other processes and it has no spec to rebuild one from"
     else:  # a stable-baselines3 VecEnv, through its VecEnvWrappers
         local = _local_envs(env)
         if local is not None:
-            return _wrapper_attr(local[0], name)
-        spec = _remote_spec(env)
+            return _found(_wrapper_attr(local[0], name), name)
+        spec, reason = _remote_spec(env)
+        reason = f"its envs run in other processes and {reason}"
     if spec is None:
-        return None
+        return None, reason
     # Pure functions make the local env's state irrelevant; the bound method we return keeps it alive.
-    local_env = _env_from_spec(spec)
-    return None if local_env is None else _wrapper_attr(local_env, name)
+    local_env, why = _env_from_spec(spec)
+    if local_env is None:
+        return None, f"its envs run in other processes, and {why}"
+    return _found(_wrapper_attr(local_env, name), name)
+
+
+def _found(function: Any, name: str) -> tuple[Callable[..., Any] | None, str]:
+    return (function, "") if function is not None else (None, f"the env defines no {name}")

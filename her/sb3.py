@@ -50,7 +50,7 @@ from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as _SB3HerReplayBuffer
 
-from her.envfns import resolve_env_function
+from her.envfns import IDS_IN_WORKERS, resolve_env_function_or_reason
 from her.storage import GoalFn, HerStorage
 from her.strategies import GoalSelectionStrategy
 
@@ -191,16 +191,15 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             return given
         if env is None:
             return None
-        function = resolve_env_function(env, name)
+        function, reason = resolve_env_function_or_reason(env, name)
         if function is not None:
             return function
         if not env.has_attr(name):
             return None
         warnings.warn(
-            f"could not get {name} of the env in this process (its envs run in other processes and have no "
-            f"spec to rebuild one from); falling back to env.env_method({name!r}) on every sample, which is "
-            "slow. Make the env with gym.make / make_vec_env(env_id) "
-            f"or pass {name}= in replay_buffer_kwargs.",
+            f"could not get {name} of the env in this process: {reason}. Falling back to "
+            f"env.env_method({name!r}) on every sample, which is slow. Fix: make the envs with gym.make / "
+            f"make_vec_env(env_id), or pass {name}= in replay_buffer_kwargs. Note: " + IDS_IN_WORKERS + ".",
             stacklevel=3,
         )
         return _EnvMethod(env, name)

@@ -242,16 +242,19 @@ class HerStorage:
         ``compute_terminated`` when defined), resolved once to functions of this process (see
         :mod:`her.envfns`). Other keyword arguments go to the constructor.
         """
-        from her.envfns import resolve_env_function
+        from her.envfns import resolve_env_function, resolve_env_function_or_reason
 
         obs_space = getattr(env, "single_observation_space", None) or env.observation_space
         act_space = getattr(env, "single_action_space", None) or env.action_space
         n_envs = int(getattr(env, "num_envs", 1))
-        reward_fn = kwargs.pop("reward_fn", None) or resolve_env_function(env, "compute_reward")
+        reward_fn = kwargs.pop("reward_fn", None)
         if reward_fn is None:
-            raise ValueError(
-                f"could not get compute_reward of {type(env).__name__} in this process; pass reward_fn="
-            )
+            reward_fn, reason = resolve_env_function_or_reason(env, "compute_reward")
+            if reward_fn is None:
+                raise ValueError(
+                    f"could not get compute_reward of {type(env).__name__} in this process ({reason}); "
+                    "pass reward_fn="
+                )
         if kwargs.get("terminated_fn") is None:
             kwargs["terminated_fn"] = resolve_env_function(env, "compute_terminated")
         kwargs.setdefault("n_envs", n_envs)

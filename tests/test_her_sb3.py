@@ -281,12 +281,56 @@ def test_subproc_vec_env_rewards_are_computed_in_process():
 def test_subproc_env_without_spec_falls_back_to_env_method():
     env = make_vec_env(lambda: BitFlippingEnv(n_bits=4), n_envs=2, vec_env_cls=SubprocVecEnv)
     try:
-        with pytest.warns(UserWarning, match="env_method"):
+        with pytest.warns(UserWarning, match="env_method") as record:
             model = small(DQN, env)
         assert isinstance(model.replay_buffer.storage.reward_fn, _EnvMethod)
         model.learn(60)
     finally:
         env.close()
+    message = str(record[0].message)
+    assert (
+        "its envs run in other processes, and its spec ('BitFlippingEnv-v0') has no entry point to rebuild "
+        "it from (the env was not made by gym.make)" in message
+    )
+    # Envs made by class are what users fall back on when "goalenvs/..." ids are unknown in the
+    # workers: the warning says why that happens and how to use the ids there.
+    assert "are unknown in SubprocVecEnv workers that did not run that import" in message
+    assert 'e.g. "goalenvs:goalenvs/Parking-v0"' in message and 'start_method="fork"' in message
+
+
+def _bitflip_with_unmakeable_spec():
+    env = gym.make("goalenvs:goalenvs/BitFlip-v0", n_bits=4)
+    env.unwrapped.spec = gym.envs.registration.EnvSpec("Gone-v0", entry_point="no_such_module:Env")
+    return env
+
+
+def test_subproc_env_whose_spec_cannot_be_made_here_says_why():
+    env = make_vec_env(_bitflip_with_unmakeable_spec, n_envs=2, vec_env_cls=SubprocVecEnv)
+    try:
+        with pytest.warns(UserWarning, match="env_method") as record:
+            small(DQN, env)
+    finally:
+        env.close()
+    assert (
+        "making its spec 'Gone-v0' here failed (ModuleNotFoundError: No module named 'no_such_module')"
+        in str(record[0].message)
+    )
+
+
+def test_goalenvs_ids_are_unknown_in_fresh_workers_without_the_prefix(tmp_path):
+    # What the warnings' note is about: a worker started fresh does not know "goalenvs/..." ids
+    # unless something imports goalenvs there; the "goalenvs:" prefix does.
+    code = (
+        "import gymnasium as gym\n"
+        "for env_id in ('goalenvs/BitFlip-v0', 'goalenvs:goalenvs/BitFlip-v0'):\n"
+        "    try:\n"
+        "        gym.make(env_id)\n"
+        "        print(env_id, 'ok')\n"
+        "    except gym.error.NamespaceNotFound:\n"
+        "        print(env_id, 'not found')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines() == ["goalenvs/BitFlip-v0 not found", "goalenvs:goalenvs/BitFlip-v0 ok"]
 
 
 @pytest.mark.parametrize("truncate_last_traj", [False, True])
