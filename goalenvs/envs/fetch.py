@@ -36,12 +36,27 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import error, spaces
 
+# How to get the fetch extra's packages (mujoco and gymnasium-robotics), for the errors below.
+_INSTALL_FETCH = (
+    'install the fetch extra: `pip install "goalenvs[fetch]"` (goalenvs is not on PyPI yet: from the '
+    'clone, `pip install -e ".[fetch]"`), or `pip install mujoco gymnasium-robotics`'
+)
+
 # The offscreen renderer picks its OpenGL backend when mujoco is first imported. On a headless
 # machine the default (GLFW) cannot open a context, so prefer EGL there; a user's choice wins.
 if "MUJOCO_GL" not in os.environ and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
     os.environ["MUJOCO_GL"] = "egl"
 
-import mujoco  # noqa: E402  (must follow the MUJOCO_GL default above)
+try:
+    import mujoco  # noqa: E402  (must follow the MUJOCO_GL default above)
+except ModuleNotFoundError as _missing:
+    if _missing.name != "mujoco":
+        raise
+    # Still a ModuleNotFoundError (pytest.importorskip and `except ImportError` keep working), saying
+    # what to install.
+    raise ModuleNotFoundError(
+        "the Fetch tasks need MuJoCo, which is not installed; " + _INSTALL_FETCH, name="mujoco"
+    ) from None
 
 from goalenvs.core import NO_ELAPSED_STEPS, GoalEnv, info_values_or_default  # noqa: E402
 
@@ -234,7 +249,7 @@ def fetch_assets_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise error.DependencyNotInstalled(
             "the Fetch tasks use the MJCF assets shipped with gymnasium-robotics, which is not installed; "
-            "install it with `pip install goalenvs[fetch]` (or `pip install gymnasium-robotics`)"
+            + _INSTALL_FETCH
         )
     folder = Path(next(iter(spec.submodule_search_locations))) / "envs" / "assets" / "fetch"
     if not folder.is_dir():
