@@ -2,14 +2,23 @@
 
 Exit status of ``check``: 0 when no check failed, 1 when one did, 2 when the env cannot be made
 (unknown id, an import error of a ``"module:Env-v0"`` id, bad ``--env-kwargs``), with a one-line
-error on stderr and no traceback.
+error on stderr and no traceback: the exception's message and, when the env's own code raised it,
+where (``raised at FILE:LINE``, with the source line for a bare ``assert``). An unknown id that an
+installed but not imported goal-env package registers (gymnasium_robotics, highway_env, panda_gym)
+gets the ``"package:ID"`` form to use.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import importlib
+import importlib.util
+import io
 import json
+import os
 import sys
+import traceback
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -24,9 +33,61 @@ __all__ = ["main"]
 EXIT_OK, EXIT_FAILED, EXIT_CANNOT_MAKE = 0, 1, 2
 
 
+# Packages of goal envs that register their ids when imported: an id unknown to gym.make may be theirs.
+KNOWN_PACKAGES = ("gymnasium_robotics", "highway_env", "panda_gym")
+
+
+def _raised_at(err: BaseException) -> str:
+    """`` (raised at FILE:LINE)`` for an error raised outside Gymnasium's own code, else ``""``.
+
+    An error without a message (a bare ``assert``) gets the source line too: ``: assert x > 0``.
+    """
+    frames = traceback.extract_tb(err.__traceback__)
+    if not frames:
+        return ""
+    last = frames[-1]
+    gymnasium_dir = os.path.dirname(gym.__file__)
+    if os.path.abspath(last.filename).startswith(gymnasium_dir + os.sep):
+        return ""  # e.g. NameNotFound from the registry: its message says it all
+    path = last.filename
+    try:
+        relative = os.path.relpath(path)
+        path = relative if not relative.startswith("..") else path
+    except ValueError:  # another drive (Windows)
+        pass
+    source = last.line.strip() if last.line and not str(err).strip() else ""
+    return f" (raised at {path}:{last.lineno}{': ' + source if source else ''})"
+
+
 def _one_line(err: BaseException) -> str:
     text = " ".join(str(err).split())
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+    head = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return head + _raised_at(err)
+
+
+def _registered_by(env_id: str) -> str | None:
+    """The known package, installed but not imported, whose import registers ``env_id``; else None."""
+    if ":" in env_id:
+        return None
+    for package in KNOWN_PACKAGES:
+        if package in sys.modules or importlib.util.find_spec(package) is None:
+            continue
+        try:
+            # Some packages print notices when imported; the error line must stay the only output.
+            quiet = io.StringIO()
+            with (
+                warnings.catch_warnings(),
+                contextlib.redirect_stdout(quiet),
+                contextlib.redirect_stderr(quiet),
+            ):
+                warnings.simplefilter("ignore")
+                module = importlib.import_module(package)
+                gym.register_envs(module)
+            gym.spec(env_id)
+        except Exception:  # noqa: BLE001, S112 - not this package's id (or the package is broken)
+            continue
+        return package
+    return None
 
 
 def _parse_kwargs(text: str | None) -> dict[str, Any]:
@@ -62,7 +123,17 @@ def _cmd_check(args: argparse.Namespace) -> int:
         try:
             env = gym.make(args.env_id, **kwargs)
         except Exception as err:  # noqa: BLE001 - any failure to make the env is exit status 2
-            print(f"{prog}: error: cannot make {args.env_id!r}: {_one_line(err)}", file=sys.stderr)
+            hint = ""
+            if isinstance(
+                err, (gym.error.NameNotFound, gym.error.NamespaceNotFound, gym.error.VersionNotFound)
+            ):
+                package = _registered_by(args.env_id)
+                if package is not None:
+                    hint = (
+                        f" It is registered by {package}, which is installed but not imported: "
+                        f"use {package + ':' + args.env_id!r}."
+                    )
+            print(f"{prog}: error: cannot make {args.env_id!r}: {_one_line(err)}{hint}", file=sys.stderr)
             return EXIT_CANNOT_MAKE
         try:
             report = check_goal_env(env, n_steps=args.n_steps, seed=args.seed)

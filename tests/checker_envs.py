@@ -399,6 +399,14 @@ class ScaleGoalsWrapper(gym.ObservationWrapper):
         return out
 
 
+class AssertInInitEnv(ReachEnv):
+    """Raises a bare AssertionError (no message) while being made, as many third-party envs do."""
+
+    def __init__(self, size: int = 0) -> None:
+        assert size > 0
+        super().__init__()
+
+
 def make_reach(env_cls: type[gym.Env] = ReachEnv, max_episode_steps: int = 50, **kwargs: Any) -> gym.Env:
     """``env_cls(**kwargs)`` under a TimeLimit, as ``gym.make`` would wrap it."""
     return gym.wrappers.TimeLimit(env_cls(**kwargs), max_episode_steps=max_episode_steps)
@@ -407,6 +415,7 @@ def make_reach(env_cls: type[gym.Env] = ReachEnv, max_episode_steps: int = 50, *
 for _id, _cls in (
     ("CheckerReach-v0", ReachEnv),
     ("CheckerActionPenalty-v0", ActionPenaltyEnv),
+    ("CheckerAssertInInit-v0", AssertInInitEnv),
 ):
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=_cls, max_episode_steps=50)

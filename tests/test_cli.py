@@ -16,6 +16,20 @@ from goalenvs.cli import main
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
 GOOD = "checker_envs:CheckerReach-v0"  # importing checker_envs registers the ids
+
+
+def _shown(path: Path) -> str:
+    """How the CLI shows a file: relative to the working directory when inside it, else as it is."""
+    relative = os.path.relpath(path)
+    return str(path) if relative.startswith("..") else relative
+
+
+def _line_of(source: str) -> int:
+    """The line number of ``source`` in tests/checker_envs.py."""
+    lines = (TESTS / "checker_envs.py").read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.strip() == source)
+
+
 BROKEN = "checker_envs:CheckerActionPenalty-v0"
 
 
@@ -59,13 +73,25 @@ def test_env_kwargs_reach_the_env(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize(
     ("argv", "phrase"),
     [
-        (["check", "NoSuchEnv-v0"], "cannot make 'NoSuchEnv-v0': NameNotFound"),
+        (
+            ["check", "NoSuchEnv-v0"],
+            "cannot make 'NoSuchEnv-v0': NameNotFound: Environment `NoSuchEnv` doesn't exist.",
+        ),
         (["check", "no_such_module_xyz:Env-v0"], "ModuleNotFoundError: No module named 'no_such_module_xyz'"),
         (["check", GOOD, "--env-kwargs", '{"no_such_kwarg": 1}'], "TypeError"),
         (["check", GOOD, "--env-kwargs", "{not json"], "--env-kwargs is not valid JSON"),
         (["check", GOOD, "--env-kwargs", "[1, 2]"], "--env-kwargs must be a JSON object"),
+        (
+            ["check", "checker_envs:CheckerAssertInInit-v0"],
+            "cannot make 'checker_envs:CheckerAssertInInit-v0': AssertionError (raised at "
+            f"{_shown(TESTS / 'checker_envs.py')}:{_line_of('assert size > 0')}: assert size > 0)",
+        ),
+        (
+            ["check", GOOD, "--env-kwargs", '{"substeps": -1}'],
+            f"ValueError: substeps must be >= 0, got -1 (raised at {_shown(TESTS / 'checker_envs.py')}:",
+        ),
     ],
-    ids=["unknown id", "import error", "bad kwarg", "bad JSON", "JSON not an object"],
+    ids=["unknown id", "import error", "bad kwarg", "bad JSON", "JSON not an object", "bare assert", "raise"],
 )
 def test_env_that_cannot_be_made_exits_2_with_one_line(
     argv: list[str], phrase: str, capsys: pytest.CaptureFixture[str]
@@ -76,6 +102,33 @@ def test_env_that_cannot_be_made_exits_2_with_one_line(
     err = captured.err.strip()
     assert "\n" not in err and "Traceback" not in err
     assert err.startswith("goalenvs check: error: ") and phrase in err
+
+
+def test_unknown_id_gets_no_location_nor_package_hint(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "NoSuchEnv-v0"]) == 2
+    err = capsys.readouterr().err
+    assert "raised at" not in err and "installed but not imported" not in err
+
+
+@pytest.mark.parametrize(
+    ("env_id", "package"), [("PointMaze_UMaze-v3", "gymnasium_robotics"), ("parking-v0", "highway_env")]
+)
+def test_id_of_an_installed_package_not_imported_suggests_its_prefix(env_id: str, package: str) -> None:
+    pytest.importorskip(package)
+    # A fresh process, where nothing has imported the package (this one may have).
+    result = subprocess.run(
+        [sys.executable, "-m", "goalenvs", "check", env_id],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr  # the package's import notices are not shown
+    assert result.stderr.startswith(f"goalenvs check: error: cannot make {env_id!r}: NameNotFound: ")
+    assert result.stderr.rstrip().endswith(
+        f"It is registered by {package}, which is installed but not imported: use '{package}:{env_id}'."
+    )
 
 
 @pytest.mark.parametrize("argv", [["check", GOOD, "--n-steps", "0"], ["check", GOOD, "--seed", "-1"], []])
