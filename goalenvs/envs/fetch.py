@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,9 @@ _INSTALL_FETCH = (
 )
 
 # The offscreen renderer picks its OpenGL backend when mujoco is first imported. On a headless
-# machine the default (GLFW) cannot open a context, so prefer EGL there; a user's choice wins.
+# machine the default (GLFW) cannot open a context, so prefer EGL there; a user's choice wins. If
+# something imported mujoco before us, its choice is made already: remember that, for render's errors.
+_MUJOCO_IMPORTED_FIRST = "mujoco" in sys.modules
 if "MUJOCO_GL" not in os.environ and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
     os.environ["MUJOCO_GL"] = "egl"
 
@@ -241,6 +244,39 @@ def _euler_from_xmat(xmat: list[float]) -> tuple[float, float, float]:
     if cos_pitch > _EPS4:
         return -math.atan2(m12, m22), pitch, -math.atan2(m01, m00)
     return 0.0, pitch, -math.atan2(-m10, m11)
+
+
+def _mujoco_gl_choice() -> tuple[str, str | None]:
+    """The OpenGL backend mujoco chose when first imported, and the MUJOCO_GL it read then (None: unknown)."""
+    module = sys.modules.get("mujoco.rendering.classic.gl_context") or sys.modules.get("mujoco.gl_context")
+    read = getattr(module, "_MUJOCO_GL", None)
+    context = getattr(module, "GLContext", None)
+    if context is None:
+        return "unknown", read
+    if context.__name__ == "_MissingGLContext":  # its backend's libraries failed to import
+        return f"none (the {read or 'default'!r} backend failed to load)", read
+    return context.__module__.rsplit(".", 1)[-1], read
+
+
+def _no_gl_context_message(exc: Exception) -> str:
+    """Why the offscreen renderer failed: the backend mujoco chose, why it chose it, how to change it."""
+    backend, read = _mujoco_gl_choice()
+    now = os.environ.get("MUJOCO_GL")
+    head = f"MuJoCo could not create an offscreen OpenGL context with its {backend} backend: {exc}. "
+    fix = (
+        "Fix: set MUJOCO_GL=egl (or MUJOCO_GL=osmesa) before anything imports mujoco, in the shell "
+        "(MUJOCO_GL=egl python ...) or at the very top of the script, with EGL (libegl1) or OSMesa "
+        "(libosmesa6) installed."
+    )
+    value = read if read is not None else now  # what mujoco read (or, if unknown, what is set now)
+    was = "unset" if not value else repr(value)
+    if _MUJOCO_IMPORTED_FIRST and read is not None and read != (now or "").lower().strip():
+        return head + (
+            f"mujoco chose {backend} when it was first imported, before goalenvs, with MUJOCO_GL {was}; "
+            f"MUJOCO_GL={now!r}, which goalenvs sets on machines without a display, came after that "
+            "choice and has no effect in this process. " + fix
+        )
+    return head + f"mujoco chose it when first imported, with MUJOCO_GL {was}. " + fix
 
 
 def fetch_assets_dir() -> Path:
@@ -726,11 +762,7 @@ class FetchEnv(GoalEnv[dict[str, np.ndarray], np.ndarray]):
             try:
                 self._renderer = mujoco.Renderer(self.model, self.height, self.width)
             except Exception as exc:  # the OpenGL backend is chosen by MUJOCO_GL (egl, osmesa, glfw)
-                raise error.DependencyNotInstalled(
-                    f"MuJoCo could not create an offscreen OpenGL context (MUJOCO_GL="
-                    f"{os.environ.get('MUJOCO_GL')!r}): {exc}. Install EGL (libegl1) or OSMesa "
-                    "(libosmesa6) and set MUJOCO_GL=egl or MUJOCO_GL=osmesa before importing mujoco."
-                ) from exc
+                raise error.DependencyNotInstalled(_no_gl_context_message(exc)) from exc
             cam = mujoco.MjvCamera()
             cam.type = mujoco.mjtCamera.mjCAMERA_FREE
             cam.distance = _DEFAULT_CAMERA["distance"]

@@ -14,6 +14,7 @@ Fidelity is tested two ways:
 from __future__ import annotations
 
 import copy
+import os
 import pickle
 import subprocess
 import sys
@@ -509,3 +510,51 @@ def test_render_rgb_array_and_render_does_not_change_the_episode() -> None:
     env.close()
     with pytest.warns(UserWarning, match="without a render_mode"):
         assert FetchEnv("reach").render() is None
+
+
+def test_render_error_when_mujoco_chose_its_backend_before_goalenvs() -> None:
+    # mujoco imported first, on a machine without a display and without MUJOCO_GL: it picks GLFW,
+    # which cannot open a context; the MUJOCO_GL=egl goalenvs sets afterwards cannot change that.
+    code = (
+        "import mujoco\n"
+        "import gymnasium as gym, goalenvs\n"
+        "from goalenvs.envs.fetch import _mujoco_gl_choice\n"
+        "env = gym.make('goalenvs/FetchReach-v0', render_mode='rgb_array', width=32, height=32)\n"
+        "env.reset(seed=0)\n"
+        "try:\n"
+        "    env.render()\n"
+        "    print('rendered')\n"
+        "except gym.error.DependencyNotInstalled as err:\n"
+        "    print(_mujoco_gl_choice()[0])\n"
+        "    print(err)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL")}
+    result = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 2, result.stdout + result.stderr
+    backend, message = lines
+    assert backend != "egl"
+    assert message.startswith(
+        f"MuJoCo could not create an offscreen OpenGL context with its {backend} backend: "
+    )
+    assert (
+        f"mujoco chose {backend} when it was first imported, before goalenvs, with MUJOCO_GL unset; "
+        "MUJOCO_GL='egl', which goalenvs sets on machines without a display, came after that choice and has "
+        "no effect in this process. Fix: set MUJOCO_GL=egl (or MUJOCO_GL=osmesa) before anything imports "
+        "mujoco" in message
+    )
+
+
+def test_render_error_names_the_backend_mujoco_read(monkeypatch) -> None:
+    import goalenvs.envs.fetch as fetch
+
+    backend, read = fetch._mujoco_gl_choice()
+    monkeypatch.setattr(fetch, "_MUJOCO_IMPORTED_FIRST", False)
+    message = fetch._no_gl_context_message(RuntimeError("no context"))
+    assert message.startswith(
+        f"MuJoCo could not create an offscreen OpenGL context with its {backend} backend: "
+    )
+    was = "unset" if not read else repr(read)
+    assert f"mujoco chose it when first imported, with MUJOCO_GL {was}. Fix: set MUJOCO_GL=egl" in message
