@@ -22,7 +22,8 @@ time went.
 Writes to ``--output`` (default ``runs/<env>_ddpg_s<seed>``): ``config.json``, ``eval.csv`` (one row
 per epoch: success over ``eval_episodes`` greedy episodes, steps, updates, wall and CPU seconds,
 profile), ``success.png`` and, every ``--save-freq`` epochs and at the end, ``checkpoint.pt`` (networks,
-optimisers, normalisers, random states) with ``storage.pkl`` (the replay storage) and ``envs.pkl``.
+optimisers, normalisers, random states) with ``storage.pkl`` (the replay storage) and ``envs.pkl``
+(the envs' random generators).
 ``--resume`` continues from the last checkpoint to the configured number of epochs (``--epochs`` may
 raise it; equal to the epochs done, it only rewrites the plot and GIF), appending to the same curve.
 On the same machine and torch build the resumed run is bit-for-bit the uninterrupted one: checkpoints
@@ -350,8 +351,15 @@ class Trainer:
                  "torch_rng": torch.get_rng_state(), "epoch": self.epoch, "updates": self.updates,
                  "times": self.times, "wall0": self.wall0, "cpu0": self.cpu0,
                  "reset_seeds": self.reset_seeds}  # fmt: skip
-        _atomic(self.out / "storage.pkl", lambda f: pickle.dump(self.storage, f, protocol=5))
-        _atomic(self.out / "envs.pkl", lambda f: pickle.dump((self.envs, self.eval_envs), f, protocol=5))
+        reward_fn, self.storage.reward_fn = self.storage.reward_fn, None  # not the env behind it
+        try:
+            _atomic(self.out / "storage.pkl", lambda f: pickle.dump(self.storage, f, protocol=5))
+        finally:
+            self.storage.reward_fn = reward_fn
+        # At a cycle boundary every env is about to be reset, and a Fetch reset (mj_resetData, then
+        # draws from np_random) depends on nothing else: the random generators are the envs' state.
+        rngs = [env.np_random for env in self.envs]
+        _atomic(self.out / "envs.pkl", lambda f: pickle.dump(rngs, f, protocol=5))
         _atomic(self.out / "checkpoint.pt", lambda f: torch.save(state, f))
 
     def load(self) -> None:
@@ -362,7 +370,8 @@ class Trainer:
         for key in ("epoch", "updates", "times", "wall0", "cpu0", "reset_seeds"):
             setattr(self, key, state[key])
         with (self.out / "envs.pkl").open("rb") as f:
-            self.envs, self.eval_envs = pickle.load(f)
+            for env, rng in zip(self.envs, pickle.load(f), strict=True):
+                env.np_random = rng
         with (self.out / "storage.pkl").open("rb") as f:
             self.storage = pickle.load(f)
         self.storage.reward_fn = self.envs[0].compute_reward

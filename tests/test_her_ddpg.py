@@ -130,6 +130,10 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
     with (whole / "storage.pkl").open("rb") as f, (split / "storage.pkl").open("rb") as g:
         sa, sb = pickle.load(f), pickle.load(g)
     assert sa.num_transitions == sb.num_transitions == 900  # every transition kept
+    assert sa.reward_fn is None  # pickled without the env behind it; a run sets it on load
+    from goalenvs.envs.fetch import FetchEnv
+
+    sa.reward_fn = sb.reward_fn = FetchEnv(task="reach").compute_reward
     assert np.array_equal(sa.sample_arrays(64)["actions"], sb.sample_arrays(64)["actions"])
     ra, rb = _rows(whole), _rows(split)
     assert [r["success_rate"] for r in ra] == [r["success_rate"] for r in rb]
