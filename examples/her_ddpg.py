@@ -429,8 +429,8 @@ def plot(out: Path, title: str) -> None:
     steps = [int(r["env_steps"]) for r in rows]
     success = [float(r["success_rate"]) for r in rows]
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot(steps, success, marker="o", markersize=3)
-    ax.set(xlabel="env steps", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
+    ax.plot([x / 1000 for x in steps], success, marker="o", markersize=3)
+    ax.set(xlabel="env steps (thousands)", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(out / "success.png", dpi=100)
