@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import gymnasium as gym
 import pytest
 
@@ -10,13 +12,14 @@ from goalenvs.registration import ENVS
 
 gym.register_envs(goalenvs)
 
+if importlib.util.find_spec("mujoco") is not None:
+    # goalenvs chooses MuJoCo's offscreen backend (EGL without a display) when it first imports
+    # mujoco; a test module importing mujoco before that would leave rendering on GLFW, which fails.
+    import goalenvs.envs.fetch  # noqa: F401
+
 
 def _has(module: str) -> bool:
-    try:
-        __import__(module)
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec(module) is not None
 
 
 def make_params(entries=ENVS):
