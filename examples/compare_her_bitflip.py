@@ -1,8 +1,8 @@
 """DQN + HER on BitFlip with her.HerReplayBuffer vs stable-baselines3's HerReplayBuffer, same everything.
 
-    python examples/compare_her_bitflip.py [--n-bits 15] [--timesteps 10000] [--seeds 0 1 2] [--jobs 2]
+    python examples/compare_her_bitflip.py [--n-bits 15] [--timesteps 10000] [--seeds 0 1 2] [--jobs 2] [--threads 1]
 
-Both runs of a seed use the same hyperparameters (those of ``examples/hyperparams/dqn.yml``), the same
+Both runs of a seed use the same hyperparameters (read from ``examples/hyperparams/dqn.yml``), the same
 env seed and the same model seed; only ``replay_buffer_class`` differs. The relabelling statistics are
 the same (tests/test_her_sb3.py checks it), so the success rates should agree up to seed noise.
 Prints the success rate (greedy, 200 episodes) after training, the success at checkpoints, and the
@@ -13,22 +13,28 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import gymnasium as gym
+import yaml
 
-HYPERPARAMS = dict(
-    learning_rate=1e-3,
-    buffer_size=100_000,
-    learning_starts=1_000,
-    batch_size=256,
-    gamma=0.95,
-    target_update_interval=500,
-    exploration_fraction=0.1,
-    exploration_final_eps=0.02,
-    policy_kwargs={"net_arch": [256, 256]},
-)
+HERE = Path(__file__).resolve().parent
+
+
+def hyperparams() -> dict:
+    """The main job's entry of ``examples/hyperparams/dqn.yml``, as keyword arguments of DQN."""
+    sys.path.insert(0, str(HERE))  # train.py, a sibling script
+    from train import evaluate_entry
+
+    params = evaluate_entry(
+        yaml.safe_load((HERE / "hyperparams" / "dqn.yml").read_text())["goalenvs/BitFlip-v0"]
+    )
+    for key in ("env_kwargs", "n_timesteps", "policy", "replay_buffer_class"):
+        params.pop(key, None)
+    return params
 
 
 def evaluate(model, n_bits: int, n_episodes: int, seed: int) -> float:
@@ -46,15 +52,15 @@ def evaluate(model, n_bits: int, n_episodes: int, seed: int) -> float:
     return successes / n_episodes
 
 
-def run(job: tuple[str, int, int, int, int]) -> dict:
-    buffer_name, seed, n_bits, timesteps, checkpoint = job
+def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
+    buffer_name, seed, n_bits, timesteps, checkpoint, threads, params = job
     import torch
     from stable_baselines3 import DQN
     from stable_baselines3.common.callbacks import BaseCallback
 
     import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     if buffer_name == "ours":
         from her import HerReplayBuffer
     else:
@@ -73,10 +79,9 @@ def run(job: tuple[str, int, int, int, int]) -> dict:
         "MultiInputPolicy",
         env,
         replay_buffer_class=HerReplayBuffer,
-        replay_buffer_kwargs={"n_sampled_goal": 4, "goal_selection_strategy": "future"},
         seed=seed,
         device="cpu",
-        **HYPERPARAMS,
+        **params,
     )
     callback = Checkpoints()
     start = time.perf_counter()
@@ -86,19 +91,28 @@ def run(job: tuple[str, int, int, int, int]) -> dict:
     return dict(buffer=buffer_name, seed=seed, success=success, seconds=seconds, curve=curve)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def main(argv: list[str] | None = None) -> None:
+    sys.path.insert(0, str(HERE))
+    from train import ArgumentParser, integer  # one-line errors that name what is accepted
+
+    parser = ArgumentParser(
+        prog="compare_her_bitflip.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--n-bits", type=int, default=15)
-    parser.add_argument("--timesteps", type=int, default=10_000)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--checkpoint", type=int, default=2_000, help="steps between 50-episode evaluations")
-    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel (one process each)")
-    args = parser.parse_args()
+    parser.add_argument("--n-bits", type=integer(1), default=15)
+    parser.add_argument("--timesteps", type=integer(1), default=10_000)
+    parser.add_argument("--seeds", type=integer(0), nargs="+", default=[0, 1, 2])
+    parser.add_argument(
+        "--checkpoint", type=integer(1), default=2_000, help="steps between 50-episode evaluations"
+    )
+    parser.add_argument("--jobs", type=integer(1), default=2, help="runs in parallel (one process each)")
+    parser.add_argument("--threads", type=integer(1), default=1, help="torch threads per run (default 1)")
+    args = parser.parse_args(argv)
+    params = hyperparams()
 
     jobs = [
-        (name, seed, args.n_bits, args.timesteps, args.checkpoint)
+        (name, seed, args.n_bits, args.timesteps, args.checkpoint, args.threads, params)
         for seed in args.seeds
         for name in ("ours", "sb3")
     ]

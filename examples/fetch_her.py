@@ -4,14 +4,16 @@
     python examples/fetch_her.py --task Push --algo tqc --timesteps 1000000
 
 Reach needs a small network, normalised observations and a few thousand steps; Push (and Slide,
-PickAndPlace) needs the RL Zoo's TQC setup and about a million steps.
+PickAndPlace) needs the RL Zoo's TQC setup and about a million steps. The model goes to runs/.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
+import torch
 from sb3_contrib import TQC
 from stable_baselines3 import SAC
 from stable_baselines3.common.env_util import make_vec_env
@@ -25,16 +27,25 @@ SMALL = {"batch_size": 256, "learning_starts": 1000, "policy_kwargs": {"net_arch
 LARGE = {"batch_size": 2048, "tau": 0.05, "policy_kwargs": {"net_arch": [512, 512, 512]}}  # objects
 
 
+def at_least(minimum: int):  # an argparse type: an integer >= minimum; its error says what is accepted
+    def parse(text: str) -> int:
+        if text.lstrip("-").isdigit() and int(text) >= minimum:
+            return int(text)
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
+
+    return parse
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
     parser.add_argument("--task", choices=["Reach", "Push", "Slide", "PickAndPlace"], default="Reach")
     parser.add_argument("--algo", choices=["sac", "tqc"], default="sac")
-    parser.add_argument("--timesteps", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--eval-episodes", type=int, default=100)
+    for name, default, minimum in (("timesteps", 10_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1),
+                                   ("threads", 1, 1)):  # fmt: skip
+        parser.add_argument(f"--{name}", type=at_least(minimum), default=default, help=f"default {default}")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)  # one thread: as fast for networks this small, and jobs don't fight
 
     env_id, reach = f"goalenvs/Fetch{args.task}-v0", args.task == "Reach"
     env = make_vec_env(env_id, seed=args.seed)
@@ -51,7 +62,7 @@ def main() -> None:
     start = time.perf_counter()
     model.learn(total_timesteps=args.timesteps, progress_bar=True)
     minutes = (time.perf_counter() - start) / 60
-    model.save(f"fetch{args.task.lower()}_{args.algo}_her")
+    model.save(path := Path("runs") / f"fetch{args.task.lower()}_{args.algo}_her_s{args.seed}.zip")
 
     eval_env = make_vec_env(env_id, seed=args.seed + 10_000)  # wrapped in a Monitor, as evaluate_policy wants
     if reach:  # the same, frozen statistics
@@ -61,7 +72,7 @@ def main() -> None:
     evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
                     callback=lambda loc, _: loc["done"] and successes.append(bool(loc["info"]["is_success"])))  # fmt: skip
     print(f"{env_id} {args.algo.upper()}+HER, {args.timesteps} steps, seed {args.seed}: success rate "
-          f"{sum(successes) / len(successes):.1%} over {len(successes)} episodes ({minutes:.1f} min of training)")  # fmt: skip
+          f"{sum(successes) / len(successes):.1%} over {len(successes)} episodes ({minutes:.1f} min of training); model in {path}")  # fmt: skip
 
 
 if __name__ == "__main__":

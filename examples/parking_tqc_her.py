@@ -3,21 +3,33 @@
     python examples/parking_tqc_her.py [--timesteps 100000] [--seed 0]
 
 The car must reach a goal spot with the right heading; the reward is minus a weighted distance to
-the goal pose, and HER relabels each transition with poses the car actually reached later.
+the goal pose, and HER relabels each transition with poses the car actually reached later. The model
+goes to runs/ (ignored by git).
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import gymnasium as gym
+import torch
 from sb3_contrib import TQC
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
 import goalenvs  # noqa: F401  (registers goalenvs/Parking-v0)
 from her import HerReplayBuffer
+
+
+def at_least(minimum: int):  # an argparse type: an integer >= minimum; its error says what is accepted
+    def parse(text: str) -> int:
+        if text.lstrip("-").isdigit() and int(text) >= minimum:
+            return int(text)
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
+
+    return parse
 
 
 def success_rate(model: TQC, n_episodes: int, seed: int) -> float:
@@ -35,35 +47,27 @@ def success_rate(model: TQC, n_episodes: int, seed: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--timesteps", type=int, default=100_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--eval-episodes", type=int, default=100)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
+    for name, default, minimum in (("timesteps", 100_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1),
+                                   ("threads", 1, 1)):  # fmt: skip
+        parser.add_argument(f"--{name}", type=at_least(minimum), default=default, help=f"default {default}")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)  # one thread: as fast for networks this small, and jobs don't fight
 
     model = TQC(
-        "MultiInputPolicy",
-        gym.make("goalenvs/Parking-v0"),
-        replay_buffer_class=HerReplayBuffer,
+        "MultiInputPolicy", gym.make("goalenvs/Parking-v0"), replay_buffer_class=HerReplayBuffer,
         replay_buffer_kwargs={"n_sampled_goal": 4, "goal_selection_strategy": "episode"},
-        buffer_size=1_000_000,
-        batch_size=512,
-        gamma=0.98,
-        learning_rate=1.5e-3,
-        learning_starts=500,
-        tau=0.005,
-        policy_kwargs={"net_arch": [512, 512, 512], "n_critics": 2},
-        seed=args.seed,
-    )
+        buffer_size=1_000_000, batch_size=512, gamma=0.98, learning_rate=1.5e-3, learning_starts=500,
+        tau=0.005, policy_kwargs={"net_arch": [512, 512, 512], "n_critics": 2}, seed=args.seed,
+    )  # fmt: skip
     start = time.perf_counter()
     model.learn(total_timesteps=args.timesteps, progress_bar=True)
     minutes = (time.perf_counter() - start) / 60
-    model.save("parking_tqc_her")
+    model.save(path := Path("runs") / f"parking_tqc_her_s{args.seed}.zip")
     success = success_rate(model, args.eval_episodes, seed=args.seed + 10_000)
     print(f"Parking-v0 TQC+HER, {args.timesteps} steps, seed {args.seed}: success rate {success:.1%} "
-          f"over {args.eval_episodes} episodes ({minutes:.1f} min of training); model in parking_tqc_her.zip")  # fmt: skip
+          f"over {args.eval_episodes} episodes ({minutes:.1f} min of training); model in {path}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ pytest.importorskip("sb3_contrib")
 pytest.importorskip("matplotlib")
 pytest.importorskip("imageio")
 pytest.importorskip("yaml")
+import torch  # noqa: E402
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 sys.path.insert(0, str(EXAMPLES))  # train.py and enjoy.py import each other as scripts do
@@ -62,6 +63,9 @@ def test_train_writes_outputs_that_load(family: str, tmp_path: Path) -> None:
         rows = list(csv.DictReader(f))
     assert len(rows) >= 2 and int(rows[-1]["timesteps"]) == run["timesteps"]
     assert all(0.0 <= float(r["success_rate"]) <= 1.0 for r in rows)
+    assert run["commands"] and run["status"] == "finished" and run["threads"] == 1
+    assert torch.get_num_threads() == 1, "train.py chooses its torch threads (default 1)"
+    assert all(float(r["cpu_time_s"]) >= 0 for r in rows)
     assert (out / "success.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "policy.gif").exists() == gif
     if gif:
@@ -83,7 +87,7 @@ def test_train_writes_outputs_that_load(family: str, tmp_path: Path) -> None:
 
 # The standalone scripts a newcomer copies: each must still run and report a success rate.
 SCRIPTS = {
-    "bitflip_dqn_her.py": ["--n-bits", "4", "--timesteps", "1200", "--eval-episodes", "3"],
+    "bitflip_dqn_her.py": ["--n-bits", "4", "--timesteps", "1200", "--eval-episodes", "3", "--threads", "1"],
     "parking_tqc_her.py": ["--timesteps", "520", "--eval-episodes", "1"],
     "fetch_her.py": ["--timesteps", "1050", "--eval-episodes", "2"],
 }
@@ -105,4 +109,5 @@ def test_standalone_script_runs(script: str, tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "success rate" in done.stdout
-    assert list(tmp_path.glob("*.zip")), "the script saves its model"
+    assert len(list((tmp_path / "runs").glob("*.zip"))) == 1, "the script saves its model under runs/"
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"], "nothing else is left in the working directory"
