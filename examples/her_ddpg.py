@@ -439,6 +439,8 @@ def plot(out: Path, title: str) -> None:
 
 def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # Errors are one line (what was wrong, what is accepted), without argparse's usage block.
+    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # type: ignore[method-assign]
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR")
     parser.add_argument("--output", type=Path, help="default runs/<env>_ddpg_s<seed>")
     parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")

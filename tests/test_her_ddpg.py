@@ -158,7 +158,7 @@ def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, c
         her_ddpg.main([*argv, "--output", str(out)])
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert message in err[-1]
+    assert len(err) == 1 and message in err[0]
     assert not out.exists()
 
 
