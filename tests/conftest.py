@@ -31,3 +31,14 @@ def make_params(entries=ENVS):
             marks.append(pytest.mark.skip(reason="the fetch extra (mujoco) is not installed"))
         params.append(pytest.param(entry.id, id=entry.id, marks=marks))
     return params
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Tiny networks on a shared 2-core machine: extra torch threads only contend."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

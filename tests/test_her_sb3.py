@@ -29,13 +29,7 @@ from her.sb3 import _EnvMethod  # noqa: E402
 BITFLIP = "goalenvs:goalenvs/BitFlip-v0"  # the module prefix lets worker processes register it too
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    # Tiny networks on a shared 2-core machine: extra threads only contend.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class EncodedEnv(gym.Env):

@@ -14,7 +14,6 @@ import pytest
 
 pytest.importorskip("stable_baselines3", reason="the sb3 extra (stable-baselines3) is not installed")
 
-import torch  # noqa: E402
 from stable_baselines3 import DQN, SAC  # noqa: E402
 from stable_baselines3 import HerReplayBuffer as SB3HerReplayBuffer  # noqa: E402
 
@@ -25,12 +24,7 @@ from tests.conftest import make_params  # noqa: E402
 ENV_KWARGS = {"goalenvs/BitFlip-v0": {"n_bits": 6}, "goalenvs/Parking-v0": {"duration": 8}}
 
 
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_every_goalenvs_id_is_covered() -> None:
