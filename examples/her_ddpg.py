@@ -41,7 +41,7 @@ import os
 import pickle
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -448,6 +448,12 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
     parser.add_argument("--profile", action="store_true", help="print where the time went")
     parser.add_argument("--no-gif", action="store_true", help="skip the GIF of the trained policy")
     parser.add_argument(
+        "--evaluate",
+        type=int,
+        metavar="N",
+        help="with --resume: only report the checkpoint's success over N episodes",
+    )
+    parser.add_argument(
         "--conf-file", type=Path, default=CONF_FILE, help="per-env settings (default %(default)s)"
     )
     for f in fields(Config):
@@ -468,6 +474,8 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
             parser.error(
                 f"--resume continues a run as configured; only --epochs and --threads may change, got {changed}"
             )
+        if args.evaluate is not None and args.evaluate < 1:
+            parser.error(f"--evaluate must be >= 1, got {args.evaluate}")
         if not (args.resume / "checkpoint.pt").is_file():
             parser.error(
                 f"--resume: {args.resume} has no checkpoint.pt yet (checkpoints need --save-freq >= 1)"
@@ -486,6 +494,8 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
     unknown = sorted(set(entry) - {f.name for f in fields(Config)})
     if unknown:
         parser.error(f"--conf-file: {args.conf_file} entry {env_id!r} has unknown keys {unknown}")
+    if args.evaluate is not None:
+        parser.error("--evaluate: needs --resume RUN_DIR (the run whose checkpoint to evaluate)")
     cfg = Config(**{**entry, **values})
     for name in ("epochs", "n_envs", "n_cycles", "n_batches", "batch_size", "buffer_size", "hidden", "layers",
                  "eval_episodes", "threads"):  # fmt: skip
@@ -509,8 +519,24 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
     return cfg, out, args
 
 
+def evaluate_checkpoint(cfg: Config, out: Path, episodes: int) -> float:
+    """Success of the greedy policy in ``out/checkpoint.pt`` over ``episodes`` episodes; writes nothing.
+
+    Episode seeds start at 2e9, apart from training's and from the per-epoch evaluations'.
+    """
+    trainer = Trainer(replace(cfg, eval_episodes=episodes, n_envs=1), out)
+    trainer.agent.load_state_dict(torch.load(out / "checkpoint.pt", weights_only=False)["agent"])
+    trainer.eval_envs = [gym.make(cfg.env_id).unwrapped for _ in range(min(32, episodes))]
+    trainer.epoch = 10**9 // 1_009  # seeds 2e9 + ... in evaluate()
+    return trainer.evaluate()
+
+
 def main(argv: list[str] | None = None) -> float:
     cfg, out, args = parse_args(argv)
+    if args.evaluate is not None:
+        success = evaluate_checkpoint(cfg, out, args.evaluate)
+        print(f"{out}: success rate {success:.3f} over {args.evaluate} episodes")
+        return success
     if args.resume is None:
         if out.exists():
             for child in out.iterdir():  # --force on a non-empty folder

@@ -197,3 +197,15 @@ def test_conf_file_entry_applies_and_options_override_it(tmp_path, capsys) -> No
         )
     assert exc.value.code == 2 and "unknown keys ['n_cycle']" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_evaluate_reports_a_checkpoint_and_writes_nothing(tmp_path, capsys) -> None:
+    out = tmp_path / "run"
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
+    before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
+    success = her_ddpg.main(["--resume", str(out), "--evaluate", "4"])
+    assert 0.0 <= success <= 1.0 and "over 4 episodes" in capsys.readouterr().out
+    assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main(["--evaluate", "4", "--output", str(tmp_path / "x")])
+    assert exc.value.code == 2 and "--evaluate: needs --resume" in capsys.readouterr().err
