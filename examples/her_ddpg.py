@@ -286,11 +286,15 @@ class Trainer:
             self.updates += 1
         self.agent.update_targets()
 
-    def evaluate(self) -> float:
-        """Success rate of the greedy policy over ``eval_episodes`` episodes (seeds disjoint from training)."""
+    def evaluate(self, base: int | None = None) -> float:
+        """Success rate of the greedy policy over ``eval_episodes`` episodes seeded ``base``, ``base + 1``, ...
+
+        By default the seeds depend on the epoch and lie apart from training's.
+        """
         t0 = time.perf_counter()
         successes: list[float] = []
-        base = 10**9 + self.cfg.seed * 10_007 + self.epoch * 1_009
+        if base is None:
+            base = 10**9 + self.cfg.seed * 10_007 + self.epoch * 1_009
         while len(successes) < self.cfg.eval_episodes:
             envs = self.eval_envs[: self.cfg.eval_episodes - len(successes)]
             obs = _stack([env.reset(seed=base + len(successes) + i)[0] for i, env in enumerate(envs)])
@@ -524,11 +528,9 @@ def evaluate_checkpoint(cfg: Config, out: Path, episodes: int) -> float:
 
     Episode seeds start at 2e9, apart from training's and from the per-epoch evaluations'.
     """
-    trainer = Trainer(replace(cfg, eval_episodes=episodes, n_envs=1), out)
+    trainer = Trainer(replace(cfg, eval_episodes=episodes, buffer_size=1), out)  # no replay needed
     trainer.agent.load_state_dict(torch.load(out / "checkpoint.pt", weights_only=False)["agent"])
-    trainer.eval_envs = [gym.make(cfg.env_id).unwrapped for _ in range(min(32, episodes))]
-    trainer.epoch = 10**9 // 1_009  # seeds 2e9 + ... in evaluate()
-    return trainer.evaluate()
+    return trainer.evaluate(base=2 * 10**9)
 
 
 def main(argv: list[str] | None = None) -> float:

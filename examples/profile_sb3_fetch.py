@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 import torch
 import yaml
 from sb3_contrib import TQC
@@ -95,7 +94,6 @@ def main() -> None:
     print(f"{args.env} TQC+HER (tqc_cpu.yml), {args.steps} steps: {args.steps / total:.1f} env steps/s")
     for key, value in totals.items():
         print(f"  {key:7s} {value:7.2f} s  {value / total:6.1%}  {value / args.steps * 1e3:7.2f} ms/step")
-    np.testing.assert_allclose(sum(totals.values()), total)
 
 
 if __name__ == "__main__":
