@@ -1,0 +1,193 @@
+"""One base for goalenvs' native vector envs: seeding, both autoreset modes and the info masks.
+
+A native vector env steps N copies of a task as one batch of arrays. What differs between tasks is
+how an episode starts, how the state advances and what is observed; what is the same is everything
+Gymnasium's vector API asks around that, and it lives here, once:
+
+* **seeding**: ``reset(seed=s)`` seeds env ``i`` with ``s + i`` (a list seeds each env), so env ``i``
+  replays exactly the single env reset with that seed; ``reset()`` before any seed draws the N seeds
+  from fresh entropy; ``reset()`` afterwards goes on with each env's own random stream.
+* **autoreset**: ``NEXT_STEP`` (Gymnasium's default: the step after an episode ends starts the next
+  one, ignores that env's action and returns its first observation with reward 0, terminated and
+  truncated False) or ``SAME_STEP`` (the ended env restarts within the step; its last observation
+  and info are in ``info["final_obs"]`` / ``info["final_info"]``, valid where ``info["_final_obs"]``).
+* **infos**: a dict of arrays with Gymnasium's ``"_" + key`` masks (every env reports every key).
+* **the contract**: reward, terminated and truncated come from the family's ``_evaluate``, which by
+  default calls the env's own ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``.
+
+A family subclasses :class:`NativeVectorEnv`, calls :meth:`NativeVectorEnv._init_vector` in its
+``__init__`` and supplies ``_seed``, ``_restart``, ``_advance``, ``_observe`` and ``_info`` (gymnax's
+``Environment.step`` owns autoreset the same way, with the task supplying ``step_env`` /
+``reset_env``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from goalenvs._util import check_int
+
+#: The autoreset modes every native vector env offers.
+AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
+
+Obs = dict[str, np.ndarray]
+
+
+def check_autoreset_mode(mode: Any) -> AutoresetMode:
+    """``mode`` as an ``AutoresetMode`` (the enum or its value), or a one-line error listing the choices."""
+    try:
+        parsed = AutoresetMode(mode)
+    except ValueError:
+        parsed = None
+    if parsed not in AUTORESET_MODES:
+        raise ValueError(f"autoreset_mode must be one of {[m.value for m in AUTORESET_MODES]}, got {mode!r}")
+    return parsed
+
+
+def env_seeds(seed: Any, num_envs: int) -> np.ndarray | None:
+    """The per-env seeds ``reset(seed=...)`` asks for: an int ``s`` gives ``s, s + 1, ...``, a list gives
+    itself, None gives None (int64 array of shape ``(num_envs,)``)."""
+    if seed is None:
+        return None
+    if isinstance(seed, (list, tuple, np.ndarray)):
+        if len(seed) != num_envs or any(
+            isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in seed
+        ):
+            raise ValueError(f"seed as a list must hold {num_envs} ints >= 0, got {seed!r}")
+        return np.array([int(s) for s in seed], dtype=np.int64)
+    first = check_int("seed", seed, 0)
+    return first + np.arange(num_envs, dtype=np.int64)
+
+
+class NativeVectorEnv(VectorEnv):
+    """N envs of one task stepped as arrays, with Gymnasium's vector API around them.
+
+    Subclasses supply:
+
+    * ``_seed(seeds, envs)``: give the envs of index array ``envs`` the random streams a single env
+      reset with ``seeds`` (int64, one per env) would draw from;
+    * ``_restart(envs, options)``: start new episodes in ``envs``, drawing from their own streams
+      (``options`` is ``reset``'s, or None on an autoreset);
+    * ``_advance(actions, skip)``: one step of every env except those of index array ``skip`` (the
+      envs restarting under NEXT_STEP autoreset, whose action is ignored);
+    * ``_observe()``: the batch observation, a dict of arrays with a leading ``num_envs`` axis;
+    * ``_info(obs)``: the batch info as arrays of shape ``(num_envs, ...)`` (no masks);
+    * ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``, and optionally a faster
+      ``_evaluate(obs, info)`` that returns the same three arrays from shared intermediate results.
+    """
+
+    metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    # ---- set up by the family's __init__ ------------------------------------------------------------
+
+    def _init_vector(
+        self,
+        num_envs: Any,
+        single_observation_space: gym.spaces.Dict,
+        single_action_space: gym.Space,
+        autoreset_mode: Any = AutoresetMode.NEXT_STEP,
+    ) -> None:
+        """Validate ``num_envs`` and ``autoreset_mode`` and build the batched spaces."""
+        self.num_envs = check_int("num_envs", num_envs, 1)
+        mode = check_autoreset_mode(autoreset_mode)
+        self.metadata = {**type(self).metadata, "autoreset_mode": mode}
+        self.single_observation_space = single_observation_space
+        self.single_action_space = single_action_space
+        self.observation_space = batch_space(single_observation_space, self.num_envs)
+        self.action_space = batch_space(single_action_space, self.num_envs)
+        self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        self._all_envs = np.arange(self.num_envs)
+        self._every = np.ones(self.num_envs, dtype=bool)
+        self._seeded = False
+
+    # ---- what a family supplies --------------------------------------------------------------------
+
+    def _seed(self, seeds: np.ndarray, envs: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _restart(self, envs: np.ndarray, options: dict[str, Any] | None) -> None:
+        raise NotImplementedError
+
+    def _advance(self, actions: Any, skip: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _observe(self) -> Obs:
+        raise NotImplementedError
+
+    def _info(self, obs: Obs) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def _evaluate(self, obs: Obs, info: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Reward, terminated and truncated of a step: the env's own ``compute_*`` functions."""
+        ag, dg = obs["achieved_goal"], obs["desired_goal"]
+        return (
+            np.asarray(self.compute_reward(ag, dg, info)),  # type: ignore[attr-defined]
+            np.asarray(self.compute_terminated(ag, dg, info)),  # type: ignore[attr-defined]
+            np.asarray(self.compute_truncated(ag, dg, info)),  # type: ignore[attr-defined]
+        )
+
+    # ---- Gymnasium's vector API --------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Obs, dict[str, Any]]:
+        seeds = env_seeds(seed, self.num_envs)
+        if seeds is None and not self._seeded:  # first reset without a seed: fresh entropy
+            super().reset()
+            seeds = self.np_random.integers(0, 2**63, size=self.num_envs, dtype=np.int64)
+        elif seeds is not None:
+            super().reset(seed=int(seeds[0]))
+        if seeds is not None:
+            self._seed(seeds, self._all_envs)
+            self._seeded = True
+        self._restart(self._all_envs, options)
+        self._autoreset[:] = False
+        obs = self._observe()
+        return obs, self._masked(self._info(obs))
+
+    def step(self, actions: Any) -> tuple[Obs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        if not self._seeded:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        restart = np.flatnonzero(self._autoreset)
+        self._advance(actions, restart)
+        if restart.size:  # NEXT_STEP: the envs that ended last step start over and ignore their action
+            self._restart(restart, None)
+        obs = self._observe()
+        info = self._info(obs)
+        reward, terminated, truncated = self._evaluate(obs, info)
+        if restart.size:
+            reward[restart], terminated[restart], truncated[restart] = 0, False, False
+        done = terminated | truncated
+        if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
+            ended = np.flatnonzero(done)
+            final_info = self._masked({key: _copy(value) for key, value in info.items()})
+            info["final_obs"] = {key: value.copy() for key, value in obs.items()}
+            info["final_info"] = final_info
+            if ended.size:
+                self._restart(ended, None)
+                obs = self._observe()
+                fresh = self._info(obs)
+                for key, value in fresh.items():
+                    info[key][ended] = value[ended]
+            info = self._masked(info)
+            info["_final_obs"] = done.copy()
+            info["_final_info"] = done.copy()
+        else:
+            self._autoreset = done
+            info = self._masked(info)
+        return obs, reward, terminated, truncated, info
+
+    def _masked(self, info: dict[str, Any]) -> dict[str, Any]:
+        """``info`` with Gymnasium's ``"_" + key`` mask (every env) for each key."""
+        for key in [key for key in info if not key.startswith("_")]:
+            info["_" + key] = self._every
+        return info
+
+
+def _copy(value: Any) -> Any:
+    return value.copy() if isinstance(value, np.ndarray) else value
