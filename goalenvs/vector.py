@@ -102,7 +102,6 @@ class NativeVectorEnv(VectorEnv):
         self.action_space = batch_space(single_action_space, self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._all_envs = np.arange(self.num_envs)
-        self._every = np.ones(self.num_envs, dtype=bool)
         self._seeded = False
 
     # ---- what a family supplies --------------------------------------------------------------------
@@ -158,7 +157,7 @@ class NativeVectorEnv(VectorEnv):
         if restart.size:  # NEXT_STEP: the envs that ended last step start over and ignore their action
             self._restart(restart, None)
         obs = self._observe()
-        info = self._info(obs)
+        info: dict[str, Any] = self._info(obs)
         reward, terminated, truncated = self._evaluate(obs, info)
         if restart.size:
             reward[restart], terminated[restart], truncated[restart] = 0, False, False
@@ -184,8 +183,9 @@ class NativeVectorEnv(VectorEnv):
 
     def _masked(self, info: dict[str, Any]) -> dict[str, Any]:
         """``info`` with Gymnasium's ``"_" + key`` mask (every env) for each key."""
+        every = np.ones(self.num_envs, dtype=bool)
         for key in [key for key in info if not key.startswith("_")]:
-            info["_" + key] = self._every
+            info["_" + key] = every
         return info
 
 
