@@ -15,10 +15,11 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space
+from gymnasium.vector import AutoresetMode
 
+from goalenvs._util import check_bool, check_int, check_render_mode
 from goalenvs.core import NO_ELAPSED_STEPS, GoalEnv, info_values_or_default
+from goalenvs.vector import NativeVectorEnv
 
 __all__ = ["OBS_TYPES", "BitFlipEnv", "BitFlipTask", "BitFlipVectorEnv"]
 
@@ -103,21 +104,6 @@ def rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a == b).all(axis=-1)
 
 
-def _check_int(name: str, value: Any, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
-    if value < low or (high is not None and value > high):
-        bound = f"between {low} and {high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be {bound}, got {value}")
-    return int(value)
-
-
-def _check_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(value).__name__} ({value!r})")
-    return bool(value)
-
-
 @dataclass(frozen=True)
 class BitFlipTask:
     """The BitFlip task, written once as pure functions over a leading batch axis.
@@ -138,14 +124,14 @@ class BitFlipTask:
     _starts_cache: dict[int, np.ndarray] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
-        _check_int("n_bits", self.n_bits, 1)
-        _check_bool("continuous", self.continuous)
-        _check_bool("channel_first", self.channel_first)
-        _check_bool("random_goal", self.random_goal)
+        check_int("n_bits", self.n_bits, 1)
+        check_bool("continuous", self.continuous)
+        check_bool("channel_first", self.channel_first)
+        check_bool("random_goal", self.random_goal)
         if self.max_steps is None:
             object.__setattr__(self, "max_steps", self.n_bits)
         else:
-            _check_int("max_steps", self.max_steps, 1)
+            check_int("max_steps", self.max_steps, 1)
         if self.obs_type not in OBS_TYPES:
             raise ValueError(f"obs_type must be one of {list(OBS_TYPES)}, got {self.obs_type!r}")
         if self.obs_type == "integer" and self.n_bits > MAX_INTEGER_BITS:
@@ -312,10 +298,19 @@ class BitFlipTask:
             return ag == dg
         return rows_equal(ag, dg)
 
+    @staticmethod
+    def reward_of(success: Any) -> np.ndarray:
+        """The reward of a success flag (bool scalar or array): 0 on success, -1 otherwise, float32."""
+        # np.float32(x) casts a bool scalar or array alike, and is cheaper than .astype on a scalar.
+        return np.float32(success) + _MINUS_ONE
+
+    def truncated_at(self, elapsed_steps: Any) -> Any:
+        """Whether an episode ``elapsed_steps`` long (int or int array) is over by time: ``>= max_steps``."""
+        return elapsed_steps >= self.max_steps  # type: ignore[operator]  # max_steps is set in __post_init__
+
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
         """0 where the achieved goal equals the desired goal, -1 elsewhere; float32 of ``batch_shape``."""
-        # np.float32(x) casts a bool scalar or array alike, and is 3x cheaper than .astype on a scalar.
-        return np.float32(self.is_success(achieved_goal, desired_goal)) + _MINUS_ONE
+        return self.reward_of(self.is_success(achieved_goal, desired_goal))
 
     def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
         """True where the goal is reached; bool of ``batch_shape``."""
@@ -333,7 +328,7 @@ class BitFlipTask:
         steps = info_values_or_default(
             info, "elapsed_steps", batch_shape, 0, NO_ELAPSED_STEPS.format(env="BitFlip")
         )
-        return steps >= self.max_steps
+        return self.truncated_at(steps)
 
 
 _ENV_DOC = """
@@ -411,12 +406,6 @@ def _render_ansi(state: np.ndarray, goal: np.ndarray, step: int, max_steps: int)
     return f"state {s} | goal {g} | {int((state != goal).sum())} bit(s) differ | step {step}/{max_steps}"
 
 
-def _check_render_mode(render_mode: str | None, modes: list[str]) -> str | None:
-    if render_mode is not None and render_mode not in modes:
-        raise ValueError(f"render_mode must be None or one of {modes}, got {render_mode!r}")
-    return render_mode
-
-
 class _BitFlipGoalFunctions:
     """The env's ``compute_*`` methods: its task's pure functions. Shared by :class:`BitFlipEnv` and
     :class:`BitFlipVectorEnv`."""
@@ -452,7 +441,7 @@ class BitFlipEnv(_BitFlipGoalFunctions, GoalEnv[dict[str, np.ndarray], Any]):
         render_mode: str | None = None,
     ) -> None:
         self.task = BitFlipTask(n_bits, continuous, max_steps, obs_type, channel_first, random_goal)
-        self.render_mode = _check_render_mode(render_mode, self.metadata["render_modes"])
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.observation_space = self.task.observation_space()
         self.action_space = self.task.action_space()
         # A batch of one: the same arrays and functions as the vector env.
@@ -508,14 +497,13 @@ class BitFlipEnv(_BitFlipGoalFunctions, GoalEnv[dict[str, np.ndarray], Any]):
         obs = self._obs()
         ag, dg = obs["achieved_goal"], obs["desired_goal"]
         info: dict[str, Any] = {"elapsed_steps": self._steps}
-        # Success is the pure function's answer. The reward and the time limit are then read off it and
-        # off the step counter, exactly as compute_reward (0 on success, -1 otherwise) and
-        # compute_truncated (elapsed_steps >= max_steps) define them, at a third of the cost of calling
-        # them on a batch of one; tests compare the three with the pure functions at every step.
-        terminated = bool(self.compute_terminated(ag, dg, info))
+        # The functions behind compute_*: success once, then the reward and the time limit from it and
+        # from the step counter through the same task functions compute_reward and compute_truncated
+        # use (skipping only their argument parsing, which a batch of one would pay every step).
+        terminated = bool(self.task.is_success(ag, dg))
         info["is_success"] = terminated
-        reward = 0.0 if terminated else -1.0
-        truncated = self._steps >= self.task.max_steps
+        reward = float(self.task.reward_of(terminated))
+        truncated = bool(self.task.truncated_at(self._steps))
         return obs, reward, terminated, truncated, info
 
     def render(self) -> np.ndarray | str | None:
@@ -526,7 +514,7 @@ class BitFlipEnv(_BitFlipGoalFunctions, GoalEnv[dict[str, np.ndarray], Any]):
         return None
 
 
-class BitFlipVectorEnv(_BitFlipGoalFunctions, VectorEnv):
+class BitFlipVectorEnv(_BitFlipGoalFunctions, NativeVectorEnv):
     __doc__ = (
         "N BitFlip envs stepped with array operations (``gym.make_vec('goalenvs/BitFlip-v0', num_envs=N)``).\n"
         + _ENV_DOC
@@ -561,114 +549,55 @@ class BitFlipVectorEnv(_BitFlipGoalFunctions, VectorEnv):
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
     ) -> None:
-        self.num_envs = _check_int("num_envs", num_envs, 1)
+        check_int("num_envs", num_envs, 1)
         self.task = BitFlipTask(n_bits, continuous, max_steps, obs_type, channel_first, random_goal)
-        self.render_mode = _check_render_mode(render_mode, self.metadata["render_modes"])
-        modes = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
-        try:
-            mode = AutoresetMode(autoreset_mode)
-        except ValueError:
-            mode = None
-        if mode not in modes:
-            raise ValueError(
-                f"autoreset_mode must be one of {[m.value for m in modes]}, got {autoreset_mode!r}"
-            )
-        self.metadata = {**type(self).metadata, "autoreset_mode": mode}
-        self.single_observation_space = self.task.observation_space()
-        self.single_action_space = self.task.action_space()
-        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
-        self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self._state = np.zeros((self.num_envs, n_bits), np.uint8)
-        self._goal = np.ones((self.num_envs, n_bits), np.uint8)
-        self._keys: np.ndarray | None = None
-        self._counters = np.zeros(self.num_envs, _U64)
-        self._steps = np.zeros(self.num_envs, np.int64)
-        self._autoreset = np.zeros(self.num_envs, bool)
+        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
+        self._init_vector(num_envs, self.task.observation_space(), self.task.action_space(), autoreset_mode)
+        n = self.num_envs
+        self._state = np.zeros((n, n_bits), np.uint8)
+        self._goal = np.ones((n, n_bits), np.uint8)
+        self._keys = np.zeros(n, _U64)
+        self._counters = np.zeros(n, _U64)
+        self._steps = np.zeros(n, np.int64)
 
-    def reset(
-        self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    # ---- the family's part of NativeVectorEnv ------------------------------------------------------
+
+    def _seed(self, seeds: np.ndarray, envs: np.ndarray) -> None:
+        self._keys[envs] = seed_keys(seeds)
+        self._counters[envs] = 0
+
+    def _restart(self, envs: np.ndarray, options: dict[str, Any] | None) -> None:
         if options:
             raise ValueError(f"BitFlipVectorEnv.reset takes no options, got {sorted(options)}")
-        if isinstance(seed, (list, tuple, np.ndarray)):
-            if len(seed) != self.num_envs or any(s is None for s in seed):
-                raise ValueError(f"seed as a list must hold {self.num_envs} ints, got {seed!r}")
-            super().reset(seed=int(seed[0]))
-            self._keys = seed_keys(np.asarray(seed))
-            self._counters[:] = 0
-        elif seed is not None:
-            super().reset(seed=seed)
-            self._keys = seed_keys(seed + np.arange(self.num_envs))
-            self._counters[:] = 0
-        elif self._keys is None:
-            super().reset()
-            self._keys = self.np_random.integers(0, 2**63, size=self.num_envs, dtype=np.int64).astype(_U64)
-        self._state, self._goal, self._counters = self.task.sample_start(self._keys, self._counters)
-        self._steps[:] = 0
-        self._autoreset[:] = False
-        obs = self.task.observe(self._state, self._goal)
-        return obs, self._info(np.zeros(self.num_envs, bool))
-
-    def _info(self, success: np.ndarray) -> dict[str, Any]:
-        mask = np.ones(self.num_envs, bool)
-        return {
-            "is_success": success,
-            "_is_success": mask,
-            "elapsed_steps": self._steps.copy(),
-            "_elapsed_steps": mask,
-        }
-
-    def _restart(self, envs: np.ndarray) -> None:
-        """Start new episodes in the envs of index array ``envs``."""
-        assert self._keys is not None
         state, goal, self._counters[envs] = self.task.sample_start(self._keys[envs], self._counters[envs])
         self._state[envs], self._goal[envs] = state, goal
         self._steps[envs] = 0
 
-    def step(
-        self, actions: Any
-    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
-        if self._keys is None:
-            raise gym.error.ResetNeeded("call reset() before step()")
-        actions = np.asarray(actions)
-        restart = np.flatnonzero(self._autoreset)
-        if restart.size:  # NEXT_STEP: envs that ended last step start over now and ignore their action
-            before = self._state[restart].copy()
+    def _advance(self, actions: Any, skip: np.ndarray) -> None:
+        if skip.size:  # flip every row (fixed shapes), then put back the rows that restart instead
+            before = self._state[skip].copy()
             self.task.flip(self._state, actions)
-            self._state[restart] = before
-            self._restart(restart)
+            self._state[skip] = before
         else:
             self.task.flip(self._state, actions)
         self._steps += 1
-        self._steps[restart] = 0
-        obs = self.task.observe(self._state, self._goal)
-        ag, dg = obs["achieved_goal"], obs["desired_goal"]
-        info = self._info(np.zeros(self.num_envs, bool))
-        terminated = self.task.compute_terminated(ag, dg, info)
-        truncated = self.task.compute_truncated(ag, dg, info)
-        rewards = self.task.compute_reward(ag, dg, info)
-        if restart.size:
-            rewards[restart], terminated[restart], truncated[restart] = 0.0, False, False
-        info["is_success"] = terminated.copy()
-        done = terminated | truncated
-        if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
-            ended = np.flatnonzero(done)
-            info["final_obs"] = {k: v.copy() for k, v in obs.items()}
-            info["_final_obs"] = done.copy()
-            info["final_info"] = {
-                k: (v.copy() if isinstance(v, np.ndarray) else v)
-                for k, v in info.items()
-                if not k.startswith("final")
-            }
-            info["_final_info"] = done.copy()
-            if ended.size:
-                self._restart(ended)
-                obs = self.task.observe(self._state, self._goal)
-                info["is_success"][ended] = False
-                info["elapsed_steps"][ended] = 0
-        else:
-            self._autoreset = done
-        return obs, rewards, terminated, truncated, info
+
+    def _observe(self) -> dict[str, np.ndarray]:
+        return self.task.observe(self._state, self._goal)
+
+    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return {
+            "is_success": self.task.is_success(obs["achieved_goal"], obs["desired_goal"]),
+            "elapsed_steps": self._steps.copy(),
+        }
+
+    def _evaluate(
+        self, obs: dict[str, np.ndarray], info: dict[str, Any]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        # compute_terminated is is_success, already in the info; the reward and the time limit follow
+        # from it and from the step counts through the task functions compute_reward / _truncated use.
+        terminated = info["is_success"].copy()
+        return self.task.reward_of(terminated), terminated, self.task.truncated_at(info["elapsed_steps"])
 
     def render(self) -> tuple[Any, ...] | None:
         if self.render_mode == "rgb_array":
