@@ -6,8 +6,8 @@ when an env that needs them is made.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import gymnasium as gym
@@ -70,30 +70,20 @@ ENVS: tuple[EnvEntry, ...] = (
 )
 
 
-def make_env(**kwargs: Any) -> gym.Env:
-    """The entry point ``gym.make`` calls for every goalenvs id: the env, inside a GoalContractChecker.
+def make_env(entry_point: str, *, check_goal_contract: bool = True, **kwargs: Any) -> gym.Env:
+    """Build the env of ``entry_point`` with ``kwargs``, inside a GoalContractChecker unless told not to.
 
-    Why not register the env class itself: the goal contract checker must go on unless
-    ``gym.make(..., disable_env_checker=True)``, and Gymnasium 1.x offers no hook for that. Its
-    ``EnvSpec.additional_wrappers`` are applied whatever the flag says (and forbid ``gym.make_vec``'s
-    vector entry point), and the flag is not passed to the entry point. So this function reads
-    ``gym.make``'s decision from its caller's frame (``env_spec`` and ``disable_env_checker``, the
-    names ``gymnasium.make`` has used since 1.0; tests/test_wrappers.py pins them), exactly as
-    ``make`` applies Gymnasium's own PassiveEnvChecker. Construct an env class directly to skip both.
+    Every goalenvs id is registered with this function, its class bound as ``entry_point`` (a
+    ``functools.partial``), so ``gym.make("goalenvs/X-v0", **kwargs)`` lands here. The goal contract
+    checker is switched off with ``gym.make(id, check_goal_contract=False)``: Gymnasium passes
+    ``disable_env_checker`` to no entry point, so that flag governs only Gymnasium's own
+    PassiveEnvChecker. Construct an env class directly to get the bare env.
     """
-    caller = sys._getframe(1)
-    if caller.f_code is not gym.envs.registration.make.__code__:
-        raise TypeError(
-            "goalenvs.registration.make_env is the entry point gym.make calls; use gym.make('goalenvs/...') "
-            "or construct the env class (e.g. goalenvs.envs.bitflip.BitFlipEnv) directly"
-        )
-    env_spec = caller.f_locals["env_spec"]
-    disable = caller.f_locals["disable_env_checker"]
-    entry = _BY_ID.get(env_spec.id)
-    if entry is None:
-        raise gym.error.Error(f"{env_spec.id} is not a goalenvs id; goalenvs ids are {sorted(_BY_ID)}")
-    env = load_env_creator(entry.entry_point)(**kwargs)
-    if disable is False or (disable is None and not env_spec.disable_env_checker):
+    from goalenvs._util import check_bool
+
+    check_bool("check_goal_contract", check_goal_contract)
+    env = load_env_creator(entry_point)(**kwargs)
+    if check_goal_contract:
         from goalenvs.wrappers.checker import GoalContractChecker  # light: numpy and gymnasium only
 
         env = GoalContractChecker(env)
@@ -106,15 +96,15 @@ _BY_ID = {entry.id: entry for entry in ENVS}
 def register_envs() -> None:
     """Register every id of :data:`ENVS` with Gymnasium (idempotent).
 
-    Each id's entry point is :func:`make_env` (which builds ``EnvEntry.entry_point`` and adds the
-    goal contract checker); the vector entry point is the vector env class itself.
+    Each id's entry point is :func:`make_env` bound to ``EnvEntry.entry_point`` (it builds the env
+    and adds the goal contract checker); the vector entry point is the vector env class itself.
     """
     for entry in ENVS:
         if entry.id in gym.registry:
             continue
         gym.register(
             id=entry.id,
-            entry_point="goalenvs.registration:make_env",
+            entry_point=partial(make_env, entry.entry_point),
             vector_entry_point=entry.vector_entry_point,
             max_episode_steps=entry.max_episode_steps,
             kwargs=dict(entry.kwargs),

@@ -631,11 +631,13 @@ def _checker_in(env) -> bool:
 @pytest.mark.parametrize("env_id", ALL)
 def test_gym_make_applies_the_checker_unless_disabled(env_id):
     assert _checker_in(gym.make(env_id))
-    assert _checker_in(gym.make(env_id, disable_env_checker=False))
-    assert not _checker_in(gym.make(env_id, disable_env_checker=True))
-    # The spec records the choice, as Gymnasium's PassiveEnvChecker does, so remaking agrees.
+    assert _checker_in(gym.make(env_id, check_goal_contract=True))
+    assert not _checker_in(gym.make(env_id, check_goal_contract=False))
+    # Gymnasium's own flag governs Gymnasium's PassiveEnvChecker only; ours has its own switch.
+    assert _checker_in(gym.make(env_id, disable_env_checker=True))
+    # The spec records the choice (a make kwarg), so remaking agrees.
     assert _checker_in(gym.make(gym.make(env_id).spec))
-    assert not _checker_in(gym.make(gym.make(env_id, disable_env_checker=True).spec))
+    assert not _checker_in(gym.make(gym.make(env_id, check_goal_contract=False).spec))
     assert _checker_in(gym.make_vec(env_id, num_envs=2, vectorization_mode="sync").envs[0])
     env = gym.make(env_id)
     with warnings.catch_warnings():
@@ -647,12 +649,13 @@ def test_gym_make_applies_the_checker_unless_disabled(env_id):
     pickle.loads(pickle.dumps(env))
 
 
-def test_make_env_reads_the_names_gym_make_uses():
-    """registration.make_env reads these locals of gymnasium.make; a Gymnasium rename fails here first."""
-    names = gym.envs.registration.make.__code__.co_varnames
-    assert "env_spec" in names and "disable_env_checker" in names
-    with pytest.raises(TypeError, match="gym.make"):
-        make_env(n_bits=3)
+def test_make_env_works_for_any_caller():
+    """The registered entry point is an ordinary function: no caller inspection, usable directly."""
+    env = make_env("goalenvs.envs.bitflip:BitFlipEnv", n_bits=3)
+    assert _checker_in(env) and env.unwrapped.task.n_bits == 3
+    assert not _checker_in(make_env("goalenvs.envs.bitflip:BitFlipEnv", check_goal_contract=False))
+    with pytest.raises(TypeError, match="check_goal_contract must be True or False"):
+        gym.make("goalenvs/BitFlip-v0", check_goal_contract="no")
 
 
 def test_checker_warns_once_with_the_cause():
