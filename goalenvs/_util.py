@@ -89,12 +89,13 @@ def time_limit(env: Any) -> tuple[int, int] | None:
     return None
 
 
-def env_info(infos: Any, i: int) -> dict[str, Any]:
+def env_info(infos: Any, i: int, n: int | None = None) -> dict[str, Any]:
     """Env ``i``'s info from a vector step's infos.
 
     ``infos`` is Gymnasium's dict of arrays (a key counts for env ``i`` where its ``"_" + key`` mask
     is True or absent; nested dicts such as ``final_info`` are sliced the same way), a sequence of
-    per-env dicts (stable-baselines3's ``VecEnv``), or None (an empty dict).
+    per-env dicts (stable-baselines3's ``VecEnv``), or None (an empty dict). Only numpy arrays with a
+    leading axis (of length ``n``, when given) are sliced; any other value is shared by every env.
     """
     if infos is None:
         return {}
@@ -109,12 +110,11 @@ def env_info(infos: Any, i: int) -> dict[str, Any]:
         if mask is not None and not np.asarray(mask)[i]:
             continue
         if isinstance(value, Mapping):
-            out[key] = env_info(value, i)
+            out[key] = env_info(value, i, n)
+        elif isinstance(value, np.ndarray) and value.ndim >= 1 and (n is None or len(value) == n):
+            out[key] = value[i]
         else:
-            try:
-                out[key] = value[i]
-            except (TypeError, IndexError, KeyError):
-                out[key] = value
+            out[key] = value
     return out
 
 
@@ -130,7 +130,7 @@ def env_infos(infos: Any, n_envs: int) -> list[Any]:
         if len(infos) != n_envs:
             raise ValueError(f"infos must have one entry per env ({n_envs}), got {len(infos)}")
         return list(infos)
-    return [env_info(infos, i) for i in range(n_envs)]
+    return [env_info(infos, i, n_envs) for i in range(n_envs)]
 
 
 def object_array(items: Sequence[Any]) -> np.ndarray:
