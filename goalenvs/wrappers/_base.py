@@ -24,6 +24,7 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
+from goalenvs._util import object_array, wrapper_layers
 from goalenvs.core import check_goal_space
 
 __all__ = ["GOAL_FUNCTIONS", "GoalWrapper", "VectorGoalWrapper", "find_goal_function", "goal_batch_shape"]
@@ -38,15 +39,10 @@ def find_goal_function(env: Any, name: str) -> Callable[..., Any] | None:
     For a vector env the chain of vector wrappers is searched first, then sub-env 0 of a
     ``SyncVectorEnv`` (the functions are pure, so any sub-env answers for all of them).
     """
-    layer = env
-    while True:
+    for layer in wrapper_layers(env):
         fn = getattr(layer, name, None)
         if callable(fn):
             return fn
-        inner = getattr(layer, "env", None)
-        if inner is None or inner is layer:
-            break
-        layer = inner
     sub_envs = getattr(layer, "envs", None)
     if isinstance(env, VectorEnv) and sub_envs:
         try:
@@ -213,10 +209,7 @@ class VectorGoalWrapper(_GoalFunctions, gym.vector.VectorWrapper):
         final = info["final_obs"]
         if isinstance(final, Mapping):
             return self.observation(final)
-        out = np.empty(len(final), dtype=object)
-        for i, item in enumerate(final):
-            out[i] = None if item is None else self.observation(item)
-        return out
+        return object_array([None if item is None else self.observation(item) for item in final])
 
     def _transition_goals(
         self, obs: Any, info: dict[str, Any], ended: np.ndarray

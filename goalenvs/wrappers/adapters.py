@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from goalenvs._util import env_info
 from goalenvs.core import check_goal_space, info_values
 from goalenvs.wrappers._base import (
     GOAL_FUNCTIONS,
@@ -35,13 +36,7 @@ def _info_row(info: Any, i: int, n: int) -> Any:
     if info is None:
         return None
     if isinstance(info, Mapping):
-        row = {}
-        for key, value in info.items():
-            # A vector env's info holds arrays with one row per env (its "_key" masks say which are set).
-            row[key] = (
-                value[i] if isinstance(value, np.ndarray) and value.ndim >= 1 and len(value) == n else value
-            )
-        return row
+        return env_info(info, i, n)
     if isinstance(info, (Sequence, np.ndarray)):
         return np.asarray(info, dtype=object).reshape(-1)[i]
     raise TypeError(f"info must be None, a dict, or a sequence/array of dicts, got {type(info).__name__}")

@@ -32,6 +32,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from goalenvs._util import check_int, time_limit
 from goalenvs.core import GOAL_KEYS, check_goal_space
 from goalenvs.wrappers._base import GoalWrapper, goal_batch_shape, single_env_space
 
@@ -133,8 +134,7 @@ class GoalStats:
         Resets ``env`` with ``seed`` and takes ``n_steps`` steps (vector steps for a vector env),
         starting new episodes as they end; do this before training, on the env or a copy of it.
         """
-        if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
-            raise ValueError(f"n_steps must be an int >= 1, got {n_steps!r}")
+        check_int("n_steps", n_steps, 1)
         vector = isinstance(env, gym.vector.VectorEnv)
         space = env.single_observation_space if vector else env.observation_space
         running = RunningGoalStats(space, normalize_observation)
@@ -337,19 +337,17 @@ def _check_stats(stats: Any, space: gym.Space) -> GoalStats:
 
 def _episode_limit(env: Any) -> int | None:
     """An episode step limit found on ``env``: a TimeLimit, the spec, or ``max_steps`` of a goalenvs env (or its task or config)."""
-    layer = env
-    while layer is not None:
-        if isinstance(layer, gym.wrappers.TimeLimit):
-            return int(layer._max_episode_steps)
-        layer = getattr(layer, "env", None)
+    limit = time_limit(env)
+    if limit is not None:
+        return limit[1]
     spec = getattr(env, "spec", None)
     if getattr(spec, "max_episode_steps", None):
         return int(spec.max_episode_steps)
     base = getattr(env, "unwrapped", None)
     for holder in (base, getattr(base, "task", None), getattr(base, "config", None)):
-        limit = getattr(holder, "max_steps", None)  # goalenvs envs that truncate themselves say it here
-        if isinstance(limit, (int, np.integer)) and not isinstance(limit, bool):
-            return int(limit)
+        steps = getattr(holder, "max_steps", None)  # goalenvs envs that truncate themselves say it here
+        if isinstance(steps, (int, np.integer)) and not isinstance(steps, bool):
+            return int(steps)
     return None
 
 
@@ -364,9 +362,7 @@ class _TimeLogic:
                     "found no episode step limit on the env (no TimeLimit, spec.max_episode_steps or "
                     "max_steps on the env, its task or config); pass max_steps=..."
                 )
-        if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
-            raise ValueError(f"max_steps must be an int >= 1, got {max_steps!r}")
-        self.max_steps = int(max_steps)
+        self.max_steps = check_int("max_steps", max_steps, 1)
 
     def _setup(self, space: spaces.Dict) -> spaces.Dict:
         sub = space["observation"]

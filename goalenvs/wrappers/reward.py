@@ -7,7 +7,6 @@ transitions get the same kind of reward as real ones.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +14,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from goalenvs._util import check_real
 from goalenvs.wrappers._base import GoalWrapper, single_env_space
 
 __all__ = ["DenseReward", "EuclideanDistance", "SparseReward", "SuccessInfo", "euclidean_distance"]
@@ -67,11 +67,7 @@ def _distance(goal_space: gym.Space, distance: Distance | None) -> Distance:
 
 
 def _threshold(value: Any, name: str = "threshold") -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} ({value!r})")
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
+    return check_real(name, value, 0.0)
 
 
 class _SparseLogic:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from goalenvs._util import object_array
 from goalenvs.wrappers._base import VectorGoalWrapper, vector_env_space
 from goalenvs.wrappers.adapters import _VectorizeLogic
 from goalenvs.wrappers.observation import (
@@ -129,10 +130,12 @@ class TimeFeature(_TimeLogic, VectorGoalWrapper):
                 if isinstance(final, dict):
                     info["final_obs"] = self._with_time(final, self._t)
                 else:
-                    out = np.empty(len(final), dtype=object)
-                    for i, item in enumerate(final):
-                        out[i] = None if item is None else self._with_time(item, self._t[i])
-                    info["final_obs"] = out
+                    info["final_obs"] = object_array(
+                        [
+                            None if item is None else self._with_time(item, t)
+                            for item, t in zip(final, self._t, strict=True)
+                        ]
+                    )
             self._t[done] = 0  # the returned observation of an ended row is a reset one
         else:
             self._autoreset = done.copy()
