@@ -47,7 +47,7 @@ ENVS: tuple[EnvEntry, ...] = (
         name="Parking-v0",
         entry_point="goalenvs.envs.parking:ParkingEnv",
         vector_entry_point="goalenvs.envs.parking:ParkingVectorEnv",
-        description="Park a car in a goal spot (highway-env's parking-v0, numerically the same, ~100x faster).",
+        description="Park a car in a goal spot (highway-env's parking-v0, numerically the same, simulated as numpy batches).",
         # No max_episode_steps: the env truncates itself after `duration` simulated seconds (100 s:
         # 500 steps), as highway-env does, so that `compute_truncated` can agree with `step`.
     ),

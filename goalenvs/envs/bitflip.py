@@ -71,7 +71,7 @@ def random_bits(keys: np.ndarray, counters: np.ndarray, n_bits: int) -> np.ndarr
     Word ``w`` of a draw is SplitMix64's ``w``-th output from the start point ``key ^ counter * odd``.
     """
     n_words = -(-n_bits // 64)
-    if len(keys) == 1:  # one env: the same words from Python ints, ~10x cheaper than nine tiny ufunc calls
+    if len(keys) == 1:  # one env: the same words from Python ints: cheaper than nine tiny ufunc calls
         start = int(keys[0]) ^ ((int(counters[0]) * 0xBF58476D1CE4E5B9) & _MASK64)
         words = b"".join(
             _splitmix64_int((start + w * 0x9E3779B97F4A7C15) & _MASK64).to_bytes(8, "little")
