@@ -5,11 +5,10 @@
 neither MuJoCo, torch nor stable-baselines3 is imported here.
 """
 
+from goalenvs._version import __version__
 from goalenvs.check import CheckReport, CheckResult, check_goal_env
 from goalenvs.core import GOAL_KEYS, GoalEnv, GoalEnvError, check_goal_space, info_values
 from goalenvs.registration import ENVS, register_envs
-
-__version__ = "0.1.0"
 
 __all__ = [
     "ENVS",

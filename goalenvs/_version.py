@@ -1,0 +1,3 @@
+"""The version of goalenvs, in one place: ``pyproject.toml`` reads it from here when the package is built."""
+
+__version__ = "0.1.0"
