@@ -299,8 +299,14 @@ class BitFlipTask:
         return rows_equal(ag, dg)
 
     @staticmethod
-    def reward_of(success: Any) -> np.ndarray:
-        """The reward of a success flag (bool scalar or array): 0 on success, -1 otherwise, float32."""
+    def reward_of(success: Any) -> Any:
+        """The reward of a success flag: 0 on success, -1 otherwise.
+
+        float32 (scalar or array) for numpy bools and bool arrays; a Python float for a Python bool,
+        which is what the single env's ``step`` passes (a numpy round trip would be a visible share of a step).
+        """
+        if success is True or success is False:
+            return 0.0 if success else -1.0
         # np.float32(x) casts a bool scalar or array alike, and is cheaper than .astype on a scalar.
         return np.float32(success) + _MINUS_ONE
 
@@ -502,7 +508,7 @@ class BitFlipEnv(_BitFlipGoalFunctions, GoalEnv[dict[str, np.ndarray], Any]):
         # use (skipping only their argument parsing, which a batch of one would pay every step).
         terminated = bool(self.task.is_success(ag, dg))
         info["is_success"] = terminated
-        reward = float(self.task.reward_of(terminated))
+        reward = self.task.reward_of(terminated)
         truncated = bool(self.task.truncated_at(self._steps))
         return obs, reward, terminated, truncated, info
 
