@@ -16,7 +16,7 @@ pytest.importorskip("imageio")
 pytest.importorskip("yaml")
 import torch  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))  # train.py and enjoy.py import each other as scripts do
 
 import enjoy  # noqa: E402

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("mujoco")
 pytest.importorskip("matplotlib")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import her_ddpg  # noqa: E402
 

@@ -27,7 +27,7 @@ pytest.importorskip("yaml")
 import torch  # noqa: E402
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(
     0, str(EXAMPLES)
 )  # train.py and enjoy.py import each other (and checkpointing.py) as scripts do
