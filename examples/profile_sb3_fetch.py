@@ -1,4 +1,4 @@
-"""Where the wall time of a stable-baselines3 + HER Fetch run goes (the "before" of the README's profile).
+"""Where the wall time of a stable-baselines3 + HER Fetch run goes (the "before" of the profile in docs/training.md).
 
     python examples/profile_sb3_fetch.py --env goalenvs/FetchPush-v0 --steps 3000
 
