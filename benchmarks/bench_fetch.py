@@ -95,7 +95,7 @@ def _physics_bound(env: gym.Env, episode: tuple[np.ndarray, ...]) -> None:
     mocap_pos, mocap_quat, ctrl = d.mocap_pos, d.mocap_quat, d.ctrl
     # Pinned fingers (block_gripper) are part of the trajectory, not of the env's overhead: without
     # them the replayed physics would be a different (cheaper or dearer) episode.
-    fingers = base._finger_q if base.block_gripper else None
+    fingers = base._views.finger_q if base.block_gripper else None
     qpos, qvel, time0, mpos, mquat, ctl = episode
     mujoco.mj_resetData(m, d)
     d.qpos[:] = qpos
@@ -140,7 +140,7 @@ def _overhead_us(env: gym.Env, is_ours: bool, actions: np.ndarray, repeats: int)
     The minimum over repeats: this measures intrinsic cost, and on a shared machine every other
     process only ever adds time.
     """
-    import goalenvs.envs.fetch as fetch_module
+    import goalenvs.envs.fetch.sim as fetch_module  # where the env calls mj_step
 
     base = env.unwrapped
     base.reset(seed=0)

@@ -388,7 +388,7 @@ def test_compute_truncated_without_elapsed_steps_is_false_and_warns_once(monkeyp
 
 
 def test_mat2euler_matches_scalar_path_and_roundtrips() -> None:
-    from goalenvs.envs.fetch import _euler_from_xmat
+    from goalenvs.envs.fetch.task import _euler_from_xmat
 
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -415,23 +415,23 @@ def test_mat2euler_matches_scalar_path_and_roundtrips() -> None:
     [
         ({"task": "stack"}, ValueError, "task must be one of"),
         ({"reward_type": "shaped"}, ValueError, "reward_type must be one of"),
-        ({"distance_threshold": 0.0}, ValueError, "distance_threshold must be >"),
+        ({"distance_threshold": 0.0}, ValueError, "distance_threshold must be a finite number > 0"),
         ({"distance_threshold": "0.05"}, TypeError, "distance_threshold must be a number"),
-        ({"distance_threshold": float("nan")}, ValueError, "distance_threshold must be finite"),
-        ({"target_range": -0.1}, ValueError, "target_range must be >="),
+        ({"distance_threshold": float("nan")}, ValueError, "distance_threshold must be a finite number"),
+        ({"target_range": -0.1}, ValueError, "target_range must be a finite number >= 0"),
         ({"task": "push", "obj_range": 0.05}, ValueError, "obj_range must be >= 0.1"),
-        ({"target_in_the_air": 1}, TypeError, "target_in_the_air must be a bool"),
-        ({"block_gripper": "yes"}, TypeError, "block_gripper must be a bool"),
+        ({"target_in_the_air": 1}, TypeError, "target_in_the_air must be True or False"),
+        ({"block_gripper": "yes"}, TypeError, "block_gripper must be True or False"),
         ({"target_offset": (0.1, 0.2)}, ValueError, "target_offset must be"),
-        ({"gripper_extra_height": None, "n_substeps": 0}, ValueError, "n_substeps must be a positive int"),
-        ({"n_substeps": 2.5}, ValueError, "n_substeps must be a positive int"),
-        ({"max_steps": 0}, ValueError, "max_steps must be a positive int or None"),
-        ({"max_steps": True}, ValueError, "max_steps must be a positive int or None"),
+        ({"gripper_extra_height": None, "n_substeps": 0}, ValueError, "n_substeps must be >= 1"),
+        ({"n_substeps": 2.5}, TypeError, "n_substeps must be an int"),
+        ({"max_steps": 0}, ValueError, "max_steps must be >= 1"),
+        ({"max_steps": True}, TypeError, "max_steps must be an int"),
         ({"initial_qpos": [("robot0:slide0", 0.4)]}, TypeError, "initial_qpos must be a dict"),
         ({"initial_qpos": {"robot0:nope": 0.4}}, ValueError, "unknown joint 'robot0:nope'"),
         ({"task": "push", "initial_qpos": {"object0:joint": [1.0, 2.0]}}, ValueError, "must have 7 value"),
         ({"render_mode": "human"}, ValueError, "render_mode must be None or one of"),
-        ({"width": 0}, ValueError, "width must be a positive int"),
+        ({"width": 0}, ValueError, "width must be >= 1"),
     ],
 )
 def test_bad_arguments(kwargs: dict, exc: type, match: str) -> None:
@@ -518,7 +518,7 @@ def test_render_error_when_mujoco_chose_its_backend_before_goalenvs() -> None:
     code = (
         "import mujoco\n"
         "import gymnasium as gym, goalenvs\n"
-        "from goalenvs.envs.fetch import _mujoco_gl_choice\n"
+        "from goalenvs.envs.fetch.assets import _mujoco_gl_choice\n"
         "env = gym.make('goalenvs/FetchReach-v0', render_mode='rgb_array', width=32, height=32)\n"
         "env.reset(seed=0)\n"
         "try:\n"
@@ -548,7 +548,7 @@ def test_render_error_when_mujoco_chose_its_backend_before_goalenvs() -> None:
 
 
 def test_render_error_names_the_backend_mujoco_read(monkeypatch) -> None:
-    import goalenvs.envs.fetch as fetch
+    import goalenvs.envs.fetch.assets as fetch
 
     backend, read = fetch._mujoco_gl_choice()
     monkeypatch.setattr(fetch, "_MUJOCO_IMPORTED_FIRST", False)

@@ -1,0 +1,34 @@
+"""Fetch Reach / Push / Slide / PickAndPlace on MuJoCo, step-for-step faithful to Gymnasium-Robotics v4.
+
+* :mod:`~goalenvs.envs.fetch.assets`: MuJoCo (with an OpenGL backend for rendering) and the MJCF files;
+* :mod:`~goalenvs.envs.fetch.task`: the task table, the validated arguments, the pure goal functions;
+* :mod:`~goalenvs.envs.fetch.sim`: the model, its indices and the per-env operations on an ``MjData``;
+* :mod:`~goalenvs.envs.fetch.env`: :class:`FetchEnv`, one env;
+* :mod:`~goalenvs.envs.fetch.vector`: :class:`FetchVectorEnv`, N envs on one model, stepped in threads.
+"""
+
+# First: it chooses MuJoCo's OpenGL backend (EGL without a display) before anything imports mujoco.
+from goalenvs.envs.fetch.assets import fetch_assets_dir  # isort: skip
+
+from goalenvs.envs.fetch.env import FetchEnv
+from goalenvs.envs.fetch.task import (
+    REWARD_TYPES,
+    TASKS,
+    FetchTask,
+    fetch_reward,
+    fetch_success,
+    goal_distance,
+    mat2euler,
+)
+
+__all__ = [
+    "REWARD_TYPES",
+    "TASKS",
+    "FetchEnv",
+    "FetchTask",
+    "fetch_assets_dir",
+    "fetch_reward",
+    "fetch_success",
+    "goal_distance",
+    "mat2euler",
+]
