@@ -36,12 +36,13 @@ class GoalEnvError(Exception):
     """An environment breaks the GoalEnv contract that Hindsight Experience Replay relies on."""
 
 
-def check_goal_space(space: gym.Space) -> None:
-    """Raise ``GoalEnvError`` unless ``space`` is a goal environment's observation space.
+def check_goal_space(space: gym.Space) -> spaces.Dict:
+    """Raise ``GoalEnvError`` unless ``space`` is a goal environment's observation space; return it.
 
     That is a ``spaces.Dict`` with the keys ``observation``, ``achieved_goal`` and ``desired_goal``,
     whose two goal subspaces have the same shape and dtype (a relabelled goal is an achieved goal put
-    where the desired goal was, so the two must be interchangeable).
+    where the desired goal was, so the two must be interchangeable). The return value is ``space``
+    itself, typed as the ``Dict`` it was found to be.
     """
     if not isinstance(space, spaces.Dict):
         raise GoalEnvError(
@@ -61,6 +62,7 @@ def check_goal_space(space: gym.Space) -> None:
             f"(shape {achieved.shape} vs {desired.shape}, dtype {achieved.dtype} vs {desired.dtype}); "
             "HER puts achieved goals in place of desired goals, so they must have the same shape and dtype"
         )
+    return space
 
 
 def info_values(info: Any, key: str, batch_shape: tuple[int, ...], default: Any = None) -> np.ndarray:
@@ -155,12 +157,17 @@ class GoalEnv(gym.Env[ObsT, ActT], Generic[ObsT, ActT]):
     reward, terminated and truncated flags by calling them, so they cannot drift apart.
     """
 
-    def reset(  # type: ignore[override]  # subclasses call this first, then build their observation
+    def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> None:
-        """Seed ``self.np_random`` (when ``seed`` is given) and check the observation space."""
-        super().reset(seed=seed, options=options)
+    ) -> tuple[ObsT, dict[str, Any]]:
+        """Seed ``self.np_random`` (when ``seed`` is given) and check the observation space.
+
+        Subclasses call this first, then build and return their ``(obs, info)``. Like
+        ``gym.Env.reset``, whose signature it keeps, it returns what that base returns (nothing).
+        """
+        result = super().reset(seed=seed, options=options)
         check_goal_space(self.observation_space)
+        return result
 
     @abstractmethod
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:

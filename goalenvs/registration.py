@@ -55,6 +55,7 @@ ENVS: tuple[EnvEntry, ...] = (
         EnvEntry(
             name=f"Fetch{title}{suffix}-v0",
             entry_point="goalenvs.envs.fetch:FetchEnv",
+            vector_entry_point="goalenvs.envs.fetch:FetchVectorEnv",
             description=f"{blurb} ({reward_type} reward; Gymnasium-Robotics' Fetch{title}-v4 on MuJoCo 3/4).",
             kwargs={"task": task, "reward_type": reward_type},
             # No max_episode_steps: the env truncates itself after `max_steps` (default 50) steps.
@@ -83,6 +84,8 @@ def make_env(entry_point: str, *, check_goal_contract: bool = True, **kwargs: An
 
     check_bool("check_goal_contract", check_goal_contract)
     env = load_env_creator(entry_point)(**kwargs)
+    if not isinstance(env, gym.Env):  # a vector env class belongs in EnvEntry.vector_entry_point
+        raise TypeError(f"{entry_point} built a {type(env).__name__}, not a gymnasium.Env")
     if check_goal_contract:
         from goalenvs.wrappers.checker import GoalContractChecker  # light: numpy and gymnasium only
 

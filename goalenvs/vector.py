@@ -23,6 +23,7 @@ A family subclasses :class:`NativeVectorEnv`, calls :meth:`NativeVectorEnv._init
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -83,6 +84,12 @@ class NativeVectorEnv(VectorEnv):
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
 
+    # The goal functions every family defines, ``fn(achieved_goal, desired_goal, info)``: declared, not
+    # defined, so that a family lacking one still has none (``find_goal_function`` answers None).
+    compute_reward: Callable[..., np.ndarray]
+    compute_terminated: Callable[..., np.ndarray]
+    compute_truncated: Callable[..., np.ndarray]
+
     # ---- set up by the family's __init__ ------------------------------------------------------------
 
     def _init_vector(
@@ -125,9 +132,9 @@ class NativeVectorEnv(VectorEnv):
         """Reward, terminated and truncated of a step: the env's own ``compute_*`` functions."""
         ag, dg = obs["achieved_goal"], obs["desired_goal"]
         return (
-            np.asarray(self.compute_reward(ag, dg, info)),  # type: ignore[attr-defined]
-            np.asarray(self.compute_terminated(ag, dg, info)),  # type: ignore[attr-defined]
-            np.asarray(self.compute_truncated(ag, dg, info)),  # type: ignore[attr-defined]
+            np.asarray(self.compute_reward(ag, dg, info)),
+            np.asarray(self.compute_terminated(ag, dg, info)),
+            np.asarray(self.compute_truncated(ag, dg, info)),
         )
 
     # ---- Gymnasium's vector API --------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import gymnasium as gym
 import numpy as np
@@ -96,7 +96,8 @@ def rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """
     if a.dtype == b.dtype and a.flags.c_contiguous and b.flags.c_contiguous:
         if a.ndim == 1:
-            return np.bool_(a.tobytes() == b.tobytes())
+            # A numpy bool standing for the 0-d result (as info_values' scalars do): cheaper than a 0-d array.
+            return cast(np.ndarray, np.bool_(a.tobytes() == b.tobytes()))
         if a.size == a.shape[-1]:  # a batch of one row
             return np.full(a.shape[:-1], a.tobytes() == b.tobytes())
         row = np.dtype((np.void, a.shape[-1] * a.itemsize))
@@ -120,7 +121,7 @@ class BitFlipTask:
     random_goal: bool = True
     #: Shape of one observation/goal, the trailing dimensions of a batch (derived from obs_type).
     goal_shape: tuple[int, ...] = field(init=False, default=())
-    _powers: np.ndarray = field(init=False, repr=False, compare=False, default=None)  # type: ignore[assignment]
+    _powers: np.ndarray = field(init=False, repr=False, compare=False)  # set by __post_init__
     _starts_cache: dict[int, np.ndarray] = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -310,9 +311,15 @@ class BitFlipTask:
         # np.float32(x) casts a bool scalar or array alike, and is cheaper than .astype on a scalar.
         return np.float32(success) + _MINUS_ONE
 
+    @property
+    def _step_limit(self) -> int:
+        """``max_steps`` as ``__post_init__`` resolved it (``n_bits`` when None was given)."""
+        assert self.max_steps is not None
+        return self.max_steps
+
     def truncated_at(self, elapsed_steps: Any) -> Any:
         """Whether an episode ``elapsed_steps`` long (int or int array) is over by time: ``>= max_steps``."""
-        return elapsed_steps >= self.max_steps  # type: ignore[operator]  # max_steps is set in __post_init__
+        return elapsed_steps >= self.max_steps
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
         """0 where the achieved goal equals the desired goal, -1 elsewhere; float32 of ``batch_shape``."""
@@ -448,7 +455,8 @@ class BitFlipEnv(_BitFlipGoalFunctions, GoalEnv[dict[str, np.ndarray], Any]):
     ) -> None:
         self.task = BitFlipTask(n_bits, continuous, max_steps, obs_type, channel_first, random_goal)
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
-        self.observation_space = self.task.observation_space()
+        # gymnasium types spaces.Dict as Space[dict[str, Space]], not as a space of dicts of samples.
+        self.observation_space = self.task.observation_space()  # type: ignore[assignment]
         self.action_space = self.task.action_space()
         # A batch of one: the same arrays and functions as the vector env.
         self._state = np.zeros((1, n_bits), np.uint8)
@@ -516,7 +524,7 @@ class BitFlipEnv(_BitFlipGoalFunctions, GoalEnv[dict[str, np.ndarray], Any]):
         if self.render_mode == "rgb_array":
             return _render_rgb(self._state[0], self._goal[0])
         if self.render_mode == "ansi":
-            return _render_ansi(self._state[0], self._goal[0], self._steps, self.task.max_steps)  # type: ignore[arg-type]
+            return _render_ansi(self._state[0], self._goal[0], self._steps, self.task._step_limit)
         return None
 
 
@@ -610,7 +618,7 @@ class BitFlipVectorEnv(_BitFlipGoalFunctions, NativeVectorEnv):
             return tuple(_render_rgb(s, g) for s, g in zip(self._state, self._goal, strict=True))
         if self.render_mode == "ansi":
             return tuple(
-                _render_ansi(s, g, int(t), self.task.max_steps)  # type: ignore[arg-type]
+                _render_ansi(s, g, int(t), self.task._step_limit)
                 for s, g, t in zip(self._state, self._goal, self._steps, strict=True)
             )
         return None

@@ -61,8 +61,11 @@ def goal_batch_shape(goal: np.ndarray, goal_shape: tuple[int, ...], name: str = 
     return goal.shape[: goal.ndim - n]
 
 
-def single_env_space(env: Any) -> spaces.Space:
-    """``env.observation_space``, or a TypeError when ``env`` is no single gymnasium.Env."""
+def single_env_space(env: Any) -> spaces.Dict:
+    """``env.observation_space``, checked to be a goal env's (:func:`goalenvs.core.check_goal_space`).
+
+    A TypeError when ``env`` is no single gymnasium.Env.
+    """
     if not isinstance(env, gym.Env):
         hint = (
             " (use goalenvs.wrappers.vector for a gymnasium.vector.VectorEnv)"
@@ -70,17 +73,20 @@ def single_env_space(env: Any) -> spaces.Space:
             else ""
         )
         raise TypeError(f"env must be a gymnasium.Env{hint}, got {type(env).__name__}")
-    return env.observation_space
+    return check_goal_space(env.observation_space)
 
 
-def vector_env_space(env: Any) -> spaces.Space:
-    """``env.single_observation_space``, or a TypeError when ``env`` is no gymnasium.vector.VectorEnv."""
+def vector_env_space(env: Any) -> spaces.Dict:
+    """``env.single_observation_space``, checked to be a goal env's (:func:`goalenvs.core.check_goal_space`).
+
+    A TypeError when ``env`` is no gymnasium.vector.VectorEnv.
+    """
     if not isinstance(env, VectorEnv):
         raise TypeError(
             f"env must be a gymnasium.vector.VectorEnv (use goalenvs.wrappers for a single env), "
             f"got {type(env).__name__}"
         )
-    return env.single_observation_space
+    return check_goal_space(env.single_observation_space)
 
 
 class _GoalFunctions:
@@ -148,11 +154,10 @@ class GoalWrapper(_GoalFunctions, gym.Wrapper, gym.utils.RecordConstructorArgs):
     """
 
     def __init__(self, env: gym.Env) -> None:
-        single_env_space(env)
+        space = single_env_space(env)
         gym.Wrapper.__init__(self, env)
-        check_goal_space(env.observation_space)
         self._find_inner_functions(env)
-        self.observation_space = self._setup(env.observation_space)
+        self.observation_space = self._setup(space)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -186,21 +191,21 @@ class VectorGoalWrapper(_GoalFunctions, gym.vector.VectorWrapper):
     """
 
     def __init__(self, env: VectorEnv) -> None:
-        vector_env_space(env)
+        space = vector_env_space(env)
         gym.vector.VectorWrapper.__init__(self, env)
-        check_goal_space(env.single_observation_space)
         self._find_inner_functions(env)
         self._mode = _autoreset_mode(env)
         self._autoreset = np.zeros(env.num_envs, dtype=bool)
-        single = self._setup(env.single_observation_space)
-        if single is not env.single_observation_space:
+        single = self._setup(space)
+        if single is not space:
             self.single_observation_space = single
             self.observation_space = batch_space(single, env.num_envs)
 
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(seed=seed, options=options)
+        # VectorEnv.reset is annotated seed: int | None, but Sync/Async and native vector envs take a list.
+        obs, info = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]
         self._autoreset[:] = False
         return self.observation(obs), info
 

@@ -42,12 +42,19 @@ def _info_row(info: Any, i: int, n: int) -> Any:
     raise TypeError(f"info must be None, a dict, or a sequence/array of dicts, got {type(info).__name__}")
 
 
+def _fixed_shape(space: gym.Space, what: str) -> tuple[int, ...]:
+    """``space.shape``, or a ValueError for a goal space without one (Tuple, Sequence, Graph, ...)."""
+    if space.shape is None:
+        raise ValueError(f"{what} goals must have a fixed shape, got the space {space}")
+    return space.shape
+
+
 class _VectorizeLogic(_GoalFunctions):
     """Call the wrapped env's one-at-a-time goal functions row by row over any batch shape."""
 
-    def _init_vectorize(self, space: gym.Space) -> None:
-        check_goal_space(space)
-        self._goal_shape = space["desired_goal"].shape
+    def _init_vectorize(self, space: spaces.Dict) -> None:
+        """Set up for the (checked) goal observation space ``space``."""
+        self._goal_shape = _fixed_shape(space["desired_goal"], "desired_goal")
         warnings.warn(
             f"VectorizedComputeReward calls the wrapped env's {', '.join(self._present())} once per transition "
             "in a Python loop: correct for any batch, but slow for HER's large batches. Vectorize them "
@@ -222,17 +229,23 @@ class LegacyGoalEnv(gym.Env):
         """The legacy env's ``compute_reward`` (vectorized only if it is)."""
         return self.legacy_env.compute_reward(achieved_goal, desired_goal, info)
 
+    def _batch_shape(self, achieved_goal: Any) -> tuple[int, ...]:
+        """The leading batch shape of ``achieved_goal`` (goals of the achieved_goal space)."""
+        space = self.observation_space
+        assert isinstance(space, spaces.Dict)  # check_goal_space in __init__
+        return goal_batch_shape(
+            np.asarray(achieved_goal), _fixed_shape(space["achieved_goal"], "achieved_goal")
+        )
+
     def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
         """The given ``compute_terminated``, else False everywhere (bool of the batch shape)."""
         if self._terminated_fn is not None:
             return np.asarray(self._terminated_fn(achieved_goal, desired_goal, info), dtype=bool)
-        ag = np.asarray(achieved_goal)
-        return np.zeros(goal_batch_shape(ag, self.observation_space["achieved_goal"].shape), dtype=bool)
+        return np.zeros(self._batch_shape(achieved_goal), dtype=bool)
 
     def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
         """``info["TimeLimit.truncated"]`` of each transition (False where absent); bool of the batch shape."""
-        ag = np.asarray(achieved_goal)
-        batch = goal_batch_shape(ag, self.observation_space["achieved_goal"].shape)
+        batch = self._batch_shape(achieved_goal)
         return info_values(info, "TimeLimit.truncated", batch, default=False).astype(bool)
 
     def render(self) -> Any:

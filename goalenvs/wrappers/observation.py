@@ -60,27 +60,36 @@ def _readonly(x: Any, name: str) -> np.ndarray:
     return a
 
 
-def _moments(space: gym.Space, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and scale mapping a bounded space onto [-1, 1] per element."""
-    if isinstance(space, spaces.MultiBinary):
-        return np.full(space.shape, 0.5), np.full(space.shape, 0.5)
-    if isinstance(space, spaces.MultiDiscrete):
-        span = (space.nvec - 1).astype(np.float64)
-        return space.start + span / 2, np.maximum(span / 2, 0.5)
-    if isinstance(space, spaces.Box):
-        low, high = space.low.astype(np.float64), space.high.astype(np.float64)
-        if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
-            raise ValueError(
-                f"the {what} space {space} is unbounded, so its bounds give no statistics; use "
-                "GoalStats.from_rollout(env) (running statistics of a warm-up rollout) or give mean and std"
-            )
-        half = (high - low) / 2
-        return low + half, np.where(half > 0, half, 1.0)
+_NumericSpace = spaces.Box | spaces.MultiBinary | spaces.MultiDiscrete
+
+
+def _numeric(space: gym.Space, what: str) -> _NumericSpace:
+    """``space`` if it is one the normaliser handles (Box, MultiBinary, MultiDiscrete), else a ValueError."""
+    if isinstance(space, (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)):
+        return space
     raise ValueError(
         f"cannot normalise a {type(space).__name__} {what} space; NormalizeGoalObservation handles Box, "
         "MultiBinary and MultiDiscrete (a Discrete code is a category, not a magnitude: one-hot it with "
         "FlattenGoalObservation instead)"
     )
+
+
+def _moments(space: gym.Space, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and scale mapping a bounded space onto [-1, 1] per element."""
+    space = _numeric(space, what)
+    if isinstance(space, spaces.MultiBinary):
+        return np.full(space.shape, 0.5), np.full(space.shape, 0.5)
+    if isinstance(space, spaces.MultiDiscrete):
+        span = (space.nvec - 1).astype(np.float64)
+        return space.start + span / 2, np.maximum(span / 2, 0.5)
+    low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+    if not (np.all(np.isfinite(low)) and np.all(np.isfinite(high))):
+        raise ValueError(
+            f"the {what} space {space} is unbounded, so its bounds give no statistics; use "
+            "GoalStats.from_rollout(env) (running statistics of a warm-up rollout) or give mean and std"
+        )
+    half = (high - low) / 2
+    return low + half, np.where(half > 0, half, 1.0)
 
 
 @dataclass(frozen=True)
@@ -113,11 +122,11 @@ class GoalStats:
     @classmethod
     def from_space(cls, observation_space: gym.Space, normalize_observation: bool = True) -> GoalStats:
         """Statistics that map the bounds of a goal env's (single) observation space onto [-1, 1]."""
-        check_goal_space(observation_space)
-        goal_mean, goal_std = _moments(observation_space["desired_goal"], "desired_goal")
+        space = check_goal_space(observation_space)
+        goal_mean, goal_std = _moments(space["desired_goal"], "desired_goal")
         if not normalize_observation:
             return cls(goal_mean, goal_std)
-        obs_mean, obs_std = _moments(observation_space["observation"], "observation")
+        obs_mean, obs_std = _moments(space["observation"], "observation")
         return cls(goal_mean, goal_std, obs_mean, obs_std)
 
     @classmethod
@@ -135,8 +144,10 @@ class GoalStats:
         starting new episodes as they end; do this before training, on the env or a copy of it.
         """
         check_int("n_steps", n_steps, 1)
-        vector = isinstance(env, gym.vector.VectorEnv)
-        space = env.single_observation_space if vector else env.observation_space
+        if isinstance(env, gym.vector.VectorEnv):
+            vector, space = True, env.single_observation_space
+        else:
+            vector, space = False, env.observation_space
         running = RunningGoalStats(space, normalize_observation)
         actions = copy.deepcopy(env.action_space)
         actions.seed(seed)
@@ -160,14 +171,11 @@ class RunningGoalStats:
     """
 
     def __init__(self, observation_space: gym.Space, normalize_observation: bool = True) -> None:
-        check_goal_space(observation_space)
-        self._goal_shape = observation_space["desired_goal"].shape
-        self._obs_shape = observation_space["observation"].shape if normalize_observation else None
-        for key, shape in (("desired_goal", self._goal_shape), ("observation", self._obs_shape)):
-            if shape is not None and not isinstance(
-                observation_space[key], (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)
-            ):
-                _moments(observation_space[key], key)  # raises the explanatory ValueError
+        space = check_goal_space(observation_space)
+        self._goal_shape = _numeric(space["desired_goal"], "desired_goal").shape
+        self._obs_shape = (
+            _numeric(space["observation"], "observation").shape if normalize_observation else None
+        )
         self._stats: dict[str, list[Any]] = {"goal": [0, 0.0, 0.0]}
         if self._obs_shape is not None:
             self._stats["observation"] = [0, 0.0, 0.0]
@@ -232,7 +240,7 @@ def _float_dtype(space: gym.Space) -> np.dtype:
     return np.dtype(np.float64) if space.dtype == np.float64 else np.dtype(np.float32)
 
 
-def _normalised_box(space: gym.Space, mean: np.ndarray, std: np.ndarray, dtype: np.dtype) -> spaces.Box:
+def _normalised_box(space: _NumericSpace, mean: np.ndarray, std: np.ndarray, dtype: np.dtype) -> spaces.Box:
     if isinstance(space, spaces.Box):
         low, high = space.low.astype(np.float64), space.high.astype(np.float64)
     elif isinstance(space, spaces.MultiBinary):
@@ -255,14 +263,12 @@ class _NormalizeLogic:
             ("achieved_goal", stats.goal_mean, stats.goal_std),
             ("desired_goal", stats.goal_mean, stats.goal_std),
         ]
-        if stats.observation_mean is not None:
+        if stats.observation_mean is not None and stats.observation_std is not None:  # both or neither
             keyed.append(("observation", stats.observation_mean, stats.observation_std))
         new = dict(space.spaces)
         self._params: dict[str, tuple[np.ndarray, np.ndarray, np.dtype]] = {}
         for key, mean, std in keyed:
-            sub = space[key]
-            if not isinstance(sub, (spaces.Box, spaces.MultiBinary, spaces.MultiDiscrete)):
-                _moments(sub, key)  # raises the explanatory ValueError
+            sub = _numeric(space[key], key)
             for name, arr in (("mean", mean), ("std", std)):
                 try:
                     np.broadcast_to(arr, sub.shape)
@@ -340,9 +346,9 @@ def _episode_limit(env: Any) -> int | None:
     limit = time_limit(env)
     if limit is not None:
         return limit[1]
-    spec = getattr(env, "spec", None)
-    if getattr(spec, "max_episode_steps", None):
-        return int(spec.max_episode_steps)
+    spec_steps = getattr(getattr(env, "spec", None), "max_episode_steps", None)
+    if spec_steps:
+        return int(spec_steps)
     base = getattr(env, "unwrapped", None)
     for holder in (base, getattr(base, "task", None), getattr(base, "config", None)):
         steps = getattr(holder, "max_steps", None)  # goalenvs envs that truncate themselves say it here
@@ -439,8 +445,10 @@ class _Flattener:
 
     def __init__(self, key: str, space: gym.Space) -> None:
         self.space = space
-        self.shape = space.shape
+        self.flat: spaces.Box
+        self.shape: tuple[int, ...]
         if isinstance(space, spaces.Discrete):
+            self.shape = ()
             if space.n > MAX_ONE_HOT:
                 raise ValueError(
                     f"{key} is Discrete({space.n}); its one-hot would have {space.n} entries (at most "
@@ -449,10 +457,12 @@ class _Flattener:
             self.flat = spaces.Box(0, 1, (int(space.n),), np.int8)
             self._eye = np.eye(int(space.n), dtype=np.int8)
         elif isinstance(space, spaces.Box):
+            self.shape = space.shape
             self.flat = spaces.Box(
                 space.low.reshape(-1), space.high.reshape(-1), (int(np.prod(space.shape)),), space.dtype
             )
         elif isinstance(space, (spaces.MultiBinary, spaces.MultiDiscrete)):
+            self.shape = space.shape
             low = (
                 np.zeros(space.shape)
                 if isinstance(space, spaces.MultiBinary)

@@ -113,7 +113,8 @@ class TimeFeature(_TimeLogic, VectorGoalWrapper):
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Any, dict[str, Any]]:
-        obs, info = self.env.reset(seed=seed, options=options)
+        # VectorEnv.reset is annotated seed: int | None, but Sync/Async and native vector envs take a list.
+        obs, info = self.env.reset(seed=seed, options=options)  # type: ignore[arg-type]
         self._autoreset[:] = False
         self._t[:] = 0
         return self._with_time(obs, self._t), info
