@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 
 import goalenvs
+from goalenvs.check import CHECKS
 from goalenvs.cli import main
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent
-GOOD = "checker_envs:CheckerReach-v0"  # importing checker_envs registers the ids
+ENVS_MODULE = "tests.check.checker_envs"  # importing it registers the ids
+ENVS_FILE = TESTS / "check" / "checker_envs.py"
+GOOD = f"{ENVS_MODULE}:CheckerReach-v0"
 
 
 def _shown(path: Path) -> str:
@@ -25,12 +28,12 @@ def _shown(path: Path) -> str:
 
 
 def _line_of(source: str) -> int:
-    """The line number of ``source`` in tests/checker_envs.py."""
-    lines = (TESTS / "checker_envs.py").read_text().splitlines()
+    """The line number of ``source`` in tests/check/checker_envs.py."""
+    lines = ENVS_FILE.read_text().splitlines()
     return next(i for i, line in enumerate(lines, 1) if line.strip() == source)
 
 
-BROKEN = "checker_envs:CheckerActionPenalty-v0"
+BROKEN = f"{ENVS_MODULE}:CheckerActionPenalty-v0"
 
 
 def test_list_prints_every_registered_id(capsys: pytest.CaptureFixture[str]) -> None:
@@ -46,7 +49,8 @@ def test_check_good_env_exits_0_with_a_table(capsys: pytest.CaptureFixture[str])
     out = capsys.readouterr().out
     assert out.startswith(f"goalenvs check {GOOD} (n_steps=60, seed=0)")
     assert "PASS  reward_contract" in out
-    assert out.rstrip().endswith(f"{GOOD}: 21 passed, 0 warning(s), 0 failed -> PASSED")
+    n_checks = sum(c.applies_to(vector=False) for c in CHECKS)
+    assert out.rstrip().endswith(f"{GOOD}: {n_checks} passed, 0 warning(s), 0 failed -> PASSED")
 
 
 def test_check_broken_env_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
@@ -82,13 +86,13 @@ def test_env_kwargs_reach_the_env(capsys: pytest.CaptureFixture[str]) -> None:
         (["check", GOOD, "--env-kwargs", "{not json"], "--env-kwargs is not valid JSON"),
         (["check", GOOD, "--env-kwargs", "[1, 2]"], "--env-kwargs must be a JSON object"),
         (
-            ["check", "checker_envs:CheckerAssertInInit-v0"],
-            "cannot make 'checker_envs:CheckerAssertInInit-v0': AssertionError (raised at "
-            f"{_shown(TESTS / 'checker_envs.py')}:{_line_of('assert size > 0')}: assert size > 0)",
+            ["check", f"{ENVS_MODULE}:CheckerAssertInInit-v0"],
+            f"cannot make '{ENVS_MODULE}:CheckerAssertInInit-v0': AssertionError (raised at "
+            f"{_shown(ENVS_FILE)}:{_line_of('assert size > 0')}: assert size > 0)",
         ),
         (
             ["check", GOOD, "--env-kwargs", '{"substeps": -1}'],
-            f"ValueError: substeps must be >= 0, got -1 (raised at {_shown(TESTS / 'checker_envs.py')}:",
+            f"ValueError: substeps must be >= 0, got -1 (raised at {_shown(ENVS_FILE)}:",
         ),
     ],
     ids=["unknown id", "import error", "bad kwarg", "bad JSON", "JSON not an object", "bare assert", "raise"],
@@ -139,7 +143,7 @@ def test_bad_options_are_usage_errors(argv: list[str], capsys: pytest.CaptureFix
 
 
 def test_python_dash_m_goalenvs_runs_without_traceback() -> None:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
     ok = subprocess.run(
         [sys.executable, "-m", "goalenvs", "check", GOOD, "--n-steps", "20", "--json"],
         capture_output=True, text=True, env=env, cwd=ROOT, check=False,

@@ -14,7 +14,6 @@ import sys
 import warnings
 from typing import Any
 
-import checker_envs as ce
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -39,6 +38,7 @@ from goalenvs.wrappers import (
     VectorizedComputeReward,
 )
 from goalenvs.wrappers import vector as V
+from tests.check import checker_envs as ce
 from tests.conftest import make_params
 
 ALL = make_params()

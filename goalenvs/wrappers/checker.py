@@ -4,23 +4,23 @@ Like Gymnasium's ``PassiveEnvChecker`` it watches the first steps and then gets 
 It checks what HER silently depends on: ``reward == compute_reward(obs["achieved_goal"],
 obs["desired_goal"], info)`` (and the same for ``terminated`` / ``truncated`` where the env defines
 ``compute_terminated`` / ``compute_truncated``), and that ``compute_reward`` takes a batch. Each kind of
-breach warns once, with its likely cause. ``goalenvs.check_goal_env`` is the thorough check.
+breach warns once, with its likely cause. Each step is judged by the same rules and tolerances as in
+``goalenvs.check_goal_env`` (:mod:`goalenvs.check.contract`), which is the thorough check.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
 
+from goalenvs._util import check_int, time_limit
+from goalenvs.check.contract import call, flag_agrees, goal, reward_agrees, reward_lags
 from goalenvs.wrappers._base import find_goal_function
 
 __all__ = ["GoalContractChecker", "GoalContractWarning"]
-
-_RTOL, _ATOL = 1e-5, 1e-6
 
 
 class GoalContractWarning(UserWarning):
@@ -39,16 +39,15 @@ class GoalContractChecker(gym.Wrapper):
     """
 
     def __init__(self, env: gym.Env, n_steps: int = 10) -> None:
-        if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 1:
-            raise ValueError(f"n_steps must be an int >= 1, got {n_steps!r}")
+        steps = check_int("n_steps", n_steps, 1)
         gym.Wrapper.__init__(self, env)
-        self.steps_left = int(n_steps)
+        self.steps_left = steps
         self._warned: set[str] = set()
         self._prev_ag: Any = None
         self._batch_checked = False
 
     @property
-    def spec(self) -> Any:
+    def spec(self) -> Any:  # type: ignore[override]  # gymnasium.Env declares spec an attribute
         """The wrapped env's spec: like Gymnasium's PassiveEnvChecker, the checker is not a recorded wrapper.
 
         ``gym.make`` adds it from the spec's ``disable_env_checker`` flag, which PassiveEnvChecker (its
@@ -61,7 +60,7 @@ class GoalContractChecker(gym.Wrapper):
     ) -> tuple[Any, dict[str, Any]]:
         obs, info = self.env.reset(seed=seed, options=options)
         if self.steps_left:
-            self._prev_ag = _goal(obs, "achieved_goal")
+            self._prev_ag = goal(obs, "achieved_goal")
         return obs, info
 
     def step(self, action: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
@@ -78,7 +77,7 @@ class GoalContractChecker(gym.Wrapper):
             warnings.warn(f"{name}: {message}", GoalContractWarning, stacklevel=4)
 
     def _check(self, obs: Any, reward: Any, terminated: Any, truncated: Any, info: Any) -> None:
-        ag, dg = _goal(obs, "achieved_goal"), _goal(obs, "desired_goal")
+        ag, dg = goal(obs, "achieved_goal"), goal(obs, "desired_goal")
         prev_ag, self._prev_ag = self._prev_ag, ag
         if ag is None or dg is None:
             self.steps_left = 0
@@ -96,12 +95,10 @@ class GoalContractChecker(gym.Wrapper):
             )
             return
         value = self._call("compute_reward", fn, ag, dg, info)
-        if value is not None and not _agrees(value, reward):
+        if value is not None and not reward_agrees(value, reward):
             cause = "step adds a term compute_reward lacks, or uses another goal than the observation's"
-            if prev_ag is not None:
-                before = self._call("compute_reward", fn, prev_ag, dg, info, quiet=True)
-                if before is not None and _agrees(before, reward):
-                    cause = "step computes the reward from the achieved goal *before* the action; r_t depends on s_{t+1}"
+            if prev_ag is not None and reward_lags(fn, prev_ag, dg, info, reward):
+                cause = "step computes the reward from the achieved goal *before* the action; r_t depends on s_{t+1}"
             self._warn(
                 "reward",
                 f"step returned reward {_show(reward)} but compute_reward(obs['achieved_goal'], "
@@ -109,27 +106,28 @@ class GoalContractChecker(gym.Wrapper):
                 "compute_reward, so it would learn from rewards the env never gives. Fix: return "
                 "self.compute_reward(...) of the new observation from step.",
             )
-        for name, flag in (("compute_terminated", terminated), ("compute_truncated", truncated)):
+        # The step count and limit of a TimeLimit between us and the env, whose truncations are its own.
+        t, limit = time_limit(self.env) or (0, None)
+        flags: tuple[tuple[Literal["terminated", "truncated"], Any], ...] = (
+            ("terminated", terminated),
+            ("truncated", truncated),
+        )
+        for kind, flag in flags:
+            name = f"compute_{kind}"
             other = find_goal_function(self.env, name)
             if other is None:
                 continue
-            if name == "compute_truncated" and flag and _time_limit_reached(self.env):
-                continue  # a TimeLimit between us and the env truncated it; compute_truncated cannot know
             got = self._call(name, other, ag, dg, info)
-            if (
-                got is not None
-                and np.asarray(got).size == 1
-                and bool(np.asarray(got).reshape(-1)[0]) != bool(flag)
-            ):
+            if got is not None and got.size == 1 and not flag_agrees(got, flag, kind, t, limit):
                 self._warn(
                     name,
-                    f"step returned {name.removeprefix('compute_')}={bool(flag)} but {name}(...) gives "
-                    f"{bool(np.asarray(got).reshape(-1)[0])}. Fix: return {name} of the new observation from step.",
+                    f"step returned {kind}={bool(flag)} but {name}(...) gives "
+                    f"{bool(got.reshape(-1)[0])}. Fix: return {name} of the new observation from step.",
                 )
         if not self._batch_checked:
             self._batch_checked = True
             batch = self._call("compute_reward", fn, np.stack([ag, ag]), np.stack([dg, dg]), [info, info])
-            if batch is not None and np.shape(batch) != (2,):
+            if batch is not None and batch.shape != (2,):
                 self._warn(
                     "batch",
                     f"compute_reward on a batch of 2 goals returns shape {np.shape(batch)}, not (2,). HER calls "
@@ -137,39 +135,15 @@ class GoalContractChecker(gym.Wrapper):
                     "goalenvs.wrappers.VectorizedComputeReward.",
                 )
 
-    def _call(
-        self, name: str, fn: Any, ag: Any, dg: Any, info: Any, quiet: bool = False
-    ) -> np.ndarray | None:
+    def _call(self, name: str, fn: Any, ag: Any, dg: Any, info: Any) -> np.ndarray | None:
         try:
-            return np.asarray(fn(np.array(ag), np.array(dg), info))
-        except Exception as err:  # noqa: BLE001 - any error of the env's function is the finding
-            if not quiet:
-                self._warn(
-                    name + "-raises",
-                    f"{name} raised {type(err).__name__}: {err} on a step's own goals and info.",
-                )
+            return call(fn, ag, dg, info)
+        except Exception as err:  # any error of the env's function is the finding
+            self._warn(
+                name + "-raises",
+                f"{name} raised {type(err).__name__}: {err} on a step's own goals and info.",
+            )
             return None
-
-
-def _time_limit_reached(env: Any) -> bool:
-    layer = env
-    while isinstance(layer, gym.Wrapper):
-        if isinstance(layer, gym.wrappers.TimeLimit) and layer._elapsed_steps >= layer._max_episode_steps:
-            return True
-        layer = layer.env
-    return False
-
-
-def _goal(obs: Any, key: str) -> np.ndarray | None:
-    if not isinstance(obs, Mapping) or key not in obs:
-        return None
-    return np.array(obs[key])
-
-
-def _agrees(value: np.ndarray, reward: Any) -> bool:
-    if value.size != 1:
-        return False
-    return bool(np.isclose(float(value.reshape(-1)[0]), float(reward), rtol=_RTOL, atol=_ATOL))
 
 
 def _show(x: Any) -> str:

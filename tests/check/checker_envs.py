@@ -1,8 +1,8 @@
 """Goal envs for testing the checker: one good Fetch-sized reach task and variants that each break one rule.
 
 Importing this module registers ``CheckerReach-v0`` (good) and a few broken ids, so the CLI can be
-tested with ``"checker_envs:CheckerReach-v0"`` ids (the module is importable when ``tests/`` is on
-``sys.path``, as it is under pytest).
+tested with ``"tests.check.checker_envs:CheckerReach-v0"`` ids (importable when the repository root is
+on ``sys.path``, as it is under pytest).
 
 ``ReachEnv`` is shaped like Gymnasium-Robotics' FetchReach (observation 25, goals 3, 4 actions,
 sparse reward, no termination, a 50-step ``TimeLimit``) but needs no MuJoCo. ``substeps`` adds

@@ -1,0 +1,377 @@
+"""The checks of the env itself: its spaces and wrappers, its rollout, its seeding, its copies.
+
+Each ``check_*`` function reads a :class:`~goalenvs.check.context.Context` and returns a
+:data:`~goalenvs.check.report.Verdict`: a status and a message that says what is wrong, the likely
+cause and the fix (or raises :class:`~goalenvs.check.report.Skip`). Which checks run, in which order
+and after which others, is the table in :mod:`goalenvs.check.specs`.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from goalenvs.check.context import Context
+from goalenvs.check.report import Skip, Status, Verdict
+from goalenvs.check.values import copy_obs, describe_space, first_difference, fmt, same
+from goalenvs.core import GoalEnvError, check_goal_space
+
+__all__ = [
+    "check_achieved_goal_in_desired_space",
+    "check_compute_reward_defined",
+    "check_deepcopy",
+    "check_desired_goal_fixed",
+    "check_is_success",
+    "check_observation_space",
+    "check_observations_in_space",
+    "check_observations_not_aliased",
+    "check_pickle",
+    "check_reset_seeding",
+    "check_rollout",
+    "check_rollout_determinism",
+    "check_wrapper_keeps_goals",
+]
+
+
+def check_observation_space(ctx: Context) -> Verdict:
+    """Dict space with the three keys; achieved and desired goal spaces of equal shape and dtype."""
+    try:
+        check_goal_space(ctx.space)
+    except GoalEnvError as err:
+        return "fail", (
+            f"{err}. HER reads the three entries of every observation, so nothing else can be checked. "
+            "Fix: return {'observation': ..., 'achieved_goal': ..., 'desired_goal': ...} with a "
+            "matching gymnasium.spaces.Dict, and keep observation-changing wrappers (e.g. "
+            "FlattenObservation) off the env that HER sees."
+        )
+    ag = ctx.space["achieved_goal"]
+    return "pass", (
+        f"Dict space; observation {ctx.space['observation']}, goals {ag} (achieved and desired alike)."
+    )
+
+
+def check_wrapper_keeps_goals(ctx: Context) -> Verdict:
+    """No wrapper above the layer that defines compute_reward changes the goals it is fed."""
+    found = ctx.find("compute_reward")
+    if found is None:
+        raise Skip("the env defines no compute_reward")
+    _, provider_name, p = found
+    if p == 0:
+        return (
+            "pass",
+            f"compute_reward comes from the outermost layer ({provider_name}); no wrapper sits above it.",
+        )
+    if p >= len(ctx.layers):  # a vector env's sub-env: compare what the batch shows with what it expects
+        provider_space = getattr(found[0], "__self__", None)
+        provider_space = getattr(provider_space, "observation_space", None)
+        if provider_space is not None and provider_space != ctx.space:
+            return "fail", (
+                f"the vector env's observations ({describe_space(ctx.space)}) differ from what "
+                f"{provider_name}, which defines compute_reward, produces "
+                f"({describe_space(provider_space)}): a wrapper changes them. Fix: keep "
+                "observation-changing wrappers off the env HER sees."
+            )
+        return (
+            "pass",
+            f"the vector env passes {provider_name}'s goals, which compute_reward expects, unchanged.",
+        )
+    provider = ctx.layers[p]
+    above = ctx.layers[:p]
+    changers = [w for w in above if getattr(w, "observation_space", None) != w.env.observation_space]
+    fix = (
+        "HER takes goals from the wrapped observation and passes them to compute_reward, which "
+        f"expects {provider_name}'s goals, so every relabelled reward is computed on the wrong inputs "
+        "(a known stable-baselines3 pitfall). Fix: apply such wrappers outside the goal env HER sees "
+        "(e.g. let the policy flatten the Dict: SB3's MultiInputPolicy does), or give the wrapper "
+        "a compute_reward that maps the goals back before calling the inner one."
+    )
+    if changers:
+        names = ", ".join(type(w).__name__ for w in changers)
+        return "fail", (
+            f"wrapper {names} changes the observation space above {provider_name}, which defines "
+            f"compute_reward: {describe_space(provider.observation_space)} becomes "
+            f"{describe_space(ctx.layers[0].observation_space)}. " + fix
+        )
+    # A wrapper can rescale goals and keep the space: try its observation() on sampled observations.
+    inner_space = copy.deepcopy(provider.observation_space)
+    inner_space.seed(ctx.seed)
+    for w in above:
+        if not isinstance(w, gym.ObservationWrapper) or not isinstance(inner_space, spaces.Dict):
+            continue
+        for _ in range(3):
+            sample = inner_space.sample()
+            try:
+                out = w.observation(copy_obs(sample))
+            except Exception:  # an observation() that needs env state: rollout checks judge it
+                continue
+            for key in ("achieved_goal", "desired_goal"):
+                if not isinstance(out, Mapping) or key not in out or not same(out[key], sample[key]):
+                    got = out.get(key) if isinstance(out, Mapping) else out
+                    return "fail", (
+                        f"wrapper {type(w).__name__} changes {key} ({fmt(sample[key])} becomes {fmt(got)}) above "
+                        f"{provider_name}, which defines compute_reward. " + fix
+                    )
+    names = ", ".join(type(w).__name__ for w in above)
+    return (
+        "pass",
+        f"wrappers {names} above {provider_name} (which defines compute_reward) keep the goals as they are.",
+    )
+
+
+def check_compute_reward_defined(ctx: Context) -> Verdict:
+    """The env or one of its wrappers defines compute_reward (found as ``get_wrapper_attr`` finds it)."""
+    found = ctx.find("compute_reward")
+    if found is None and ctx.vector and not ctx.sub_envs():
+        return "fail", (
+            f"{type(ctx.layers[-1]).__name__} defines no compute_reward and its sub-envs are out of reach (another "
+            "process, as with AsyncVectorEnv); HER must call compute_reward in-process on batches. Fix: "
+            "give the vector env a compute_reward (a native vector env, as goalenvs' are), or check a "
+            "SyncVectorEnv / a single env instead."
+        )
+    if found is None:
+        return "fail", (
+            "neither the env nor any of its wrappers defines compute_reward(achieved_goal, desired_goal, "
+            "info); HER recomputes the reward of every relabelled transition with it. Fix: add the method "
+            "to the env and make step return its result."
+        )
+    return "pass", f"compute_reward found on {found[1]}."
+
+
+def check_rollout(ctx: Context) -> Verdict:
+    """Record the rollout every later check reads (reset with the seed, then n_steps random actions)."""
+    try:
+        ctx.record()
+    except Skip:
+        raise
+    except Exception as err:  # any error of the env itself is the verdict
+        return "fail", (
+            f"reset/step raised {type(err).__name__}: {err}. Fix the env so that reset(seed=...) and "
+            f"step(action_space.sample()) run; nothing else can be checked before that."
+        )
+    episodes = len({tr.episode for tr in ctx.transitions})
+    unit = "vector steps" if ctx.vector else "steps"
+    return "pass", (
+        f"reset(seed={ctx.seed}) and {ctx.n_steps} {unit} with random actions ran "
+        f"({len(ctx.transitions)} transitions, {episodes} episode(s))."
+    )
+
+
+def check_observations_in_space(ctx: Context) -> Verdict:
+    """Every observation reset and step returned lies in the observation space."""
+    space = ctx.env.observation_space
+    for k, ev in enumerate(ctx.events):
+        if space.contains(ev.obs):
+            continue
+        where = "reset" if ev.kind == "reset" else "step"
+        n_step = sum(e.kind == "step" for e in ctx.events[: k + 1])
+        detail = "it is not a dict with the space's keys"
+        if isinstance(ev.obs, Mapping) and isinstance(space, spaces.Dict):
+            for key, sub in space.spaces.items():
+                if key not in ev.obs:
+                    detail = f"key {key!r} is missing"
+                    break
+                value = np.asarray(ev.obs[key])
+                if not sub.contains(ev.obs[key]):
+                    detail = (
+                        f"{key!r} = {fmt(value)} (shape {value.shape}, dtype {value.dtype}) is outside {sub}"
+                    )
+                    break
+            else:
+                extra = sorted(set(ev.obs) - set(space.spaces))
+                detail = f"it has keys {extra} the space does not"
+        return "fail", (
+            f"the observation returned by {where} (after {n_step} step(s)) is not in the observation space: "
+            f"{detail}. Likely cause: a wrong dtype (e.g. float64 values for a float32 Box), a missing "
+            "clip, or bounds too tight. Fix: cast/clip the observation or widen the space."
+        )
+    return "pass", f"all {len(ctx.events)} reset/step observations lie in the observation space."
+
+
+def check_observations_not_aliased(ctx: Context) -> Verdict:
+    """Observations once returned never change (they are not views of the env's state)."""
+    for k, ev in enumerate(ctx.events):
+        if not same(ev.obs_ref, ev.obs):
+            n_step = sum(e.kind == "step" for e in ctx.events[: k + 1])
+            return "fail", (
+                f"the observation returned after {n_step} step(s) changed later: "
+                f"{first_difference(ev.obs, ev.obs_ref)}. The env returns views of its own state "
+                "(e.g. {'achieved_goal': self.pos}), so a buffer that keeps the returned arrays (HER "
+                "episode storage does) sees stored goals move. Fix: return copies (self.pos.copy())."
+            )
+    return "pass", "observations, once returned, are never modified by later steps."
+
+
+def check_desired_goal_fixed(ctx: Context) -> Verdict:
+    """The desired goal stays the same within each episode (HER relabels within one)."""
+    for tr in ctx.transitions:
+        if not same(tr.dg, tr.prev_dg):
+            sub = f" of sub-env {tr.env_index}" if ctx.vector else ""
+            return "fail", (
+                f"desired_goal changed within an episode{sub} at its step {tr.t} without a reset "
+                f"({fmt(tr.prev_dg)} -> {fmt(tr.dg)}). HER assumes one goal per episode: it relabels "
+                "with goals achieved later in the same episode. Likely cause: the goal is resampled "
+                "when reached (a continuing task) or drifts with the state. Fix: keep the goal until "
+                "reset, or end the episode (terminated=True) when a new goal is drawn."
+            )
+    episodes = len({(tr.env_index, tr.episode) for tr in ctx.transitions})
+    return "pass", f"desired_goal stayed fixed within each of the {episodes} episode(s)."
+
+
+def check_is_success(ctx: Context) -> Verdict:
+    """Every step's info has a boolean ``is_success`` (advice: success rates are read from it)."""
+    infos = [tr.info for tr in ctx.transitions]
+    have = [isinstance(i, Mapping) and "is_success" in i for i in infos]
+    if all(have):
+        bad = [i["is_success"] for i in infos if np.asarray(i["is_success"]).astype(float) not in (0.0, 1.0)]
+        if bad:
+            return "warn", (
+                f"info['is_success'] is not boolean (e.g. {fmt(bad[0])}); success rates averaged from "
+                "it are meaningless. Fix: store bool(success)."
+            )
+        return "pass", "every step's info has a boolean 'is_success'."
+    keys = sorted({k for i in infos if isinstance(i, Mapping) for k in i})
+    similar = [k for k in keys if "success" in k.lower()]
+    hint = f" (it has {similar}: rename it)" if similar else ""
+    count = f"{len(have) - sum(have)} of {len(have)} step infos lack" if any(have) else "no step info has"
+    return "warn", (
+        f"{count} 'is_success'{hint}; info keys seen: {keys}. SB3 and most HER tooling "
+        "report the success rate from info['is_success']. Fix: set info['is_success'] = bool(success) "
+        "in step."
+    )
+
+
+def check_achieved_goal_in_desired_space(ctx: Context) -> Verdict:
+    """HER writes achieved goals into the desired_goal slot, so they must fit its space."""
+    dg_space = ctx.space["desired_goal"]
+
+    def inside(goal: np.ndarray) -> bool:
+        if isinstance(dg_space, spaces.Box):  # bounds matter here; a wrong dtype is observations_in_space's
+            return goal.shape == dg_space.shape and bool(
+                np.all((goal >= dg_space.low) & (goal <= dg_space.high))
+            )
+        return dg_space.contains(goal)
+
+    for tr in ctx.transitions:
+        if not inside(tr.ag):
+            return "warn", (
+                f"achieved goal {fmt(tr.ag)} (step {tr.step}) lies outside the desired_goal space "
+                f"{dg_space}. HER puts achieved goals where desired goals go, so relabelled observations "
+                "leave the space (a policy normalising by its bounds sees out-of-range inputs). Fix: make "
+                "the desired_goal space cover every achievable goal."
+            )
+    return "pass", "every achieved goal also lies in the desired_goal space (HER relabels with them)."
+
+
+def check_reset_seeding(ctx: Context) -> Verdict:
+    """reset(seed=s) twice gives the same observation (and the one the rollout started from)."""
+    try:
+        first, _ = ctx.env.reset(seed=ctx.seed)
+        first = copy_obs(first)
+        second, _ = ctx.env.reset(seed=ctx.seed)
+    except Exception as err:
+        return "fail", f"reset(seed={ctx.seed}) raised {type(err).__name__}: {err}."
+    for a, b in ((first, second), (ctx.events[0].obs, first)):
+        if not same(a, b):
+            return "fail", (
+                f"reset(seed={ctx.seed}) gave different observations on two calls: "
+                f"{first_difference(a, b)}. Likely cause: reset does not pass the seed on "
+                "(super().reset(seed=seed)) or draws from global np.random / an unseeded generator. Fix: "
+                "call super().reset(seed=seed) first and draw every random number from self.np_random."
+            )
+    return "pass", f"reset(seed={ctx.seed}) gives the same observation every time."
+
+
+def check_rollout_determinism(ctx: Context) -> Verdict:
+    """The same seed and actions replay the same transitions (advice: HER experiments stay reproducible)."""
+    # A replay that matched with compute_* calls interleaved proves determinism too; only replay again if not.
+    diff = ctx.replay(interleave=True) if ctx.replayed(interleave=True) else "not replayed"
+    if diff is not None:
+        diff = ctx.replay(interleave=False)
+    if diff is None:
+        return "pass", f"replaying the same actions after reset(seed={ctx.seed}) gives identical transitions."
+    return "warn", (
+        f"replaying the same actions after reset(seed={ctx.seed}) gives different transitions (first at "
+        f"{diff}). Runs cannot be reproduced. Likely cause: randomness drawn from global np.random/random, "
+        "time, or an unseeded generator. Fix: draw every random number from self.np_random."
+    )
+
+
+def _copy_check(ctx: Context, how: str, clone: Callable[[Any], Any], recipe_status: Status) -> Verdict:
+    """The copy steps exactly like the original: as a snapshot, or else from the same seeded reset.
+
+    ``gymnasium.utils.EzPickle`` (used by Gymnasium-Robotics and others) pickles an env as its
+    constructor arguments, so the copy is a fresh env that needs a reset: a recipe, not a snapshot.
+    Single envs only: a vector env is rebuilt from env functions, not copied.
+    """
+    env = ctx.env
+    env.reset(seed=ctx.seed)
+    space = copy.deepcopy(ctx.action_space)
+    space.seed(ctx.seed + 2)
+    for _ in range(2):
+        terminated, truncated = env.step(space.sample())[2:4]
+        if np.any(np.logical_or(terminated, truncated)):
+            env.reset()
+    try:
+        twin = clone(env)
+    except Exception as err:
+        return "fail", (
+            f"{how} raised {type(err).__name__}: {err}. Saving, forking (SubprocVecEnv) and snapshotting "
+            "an env for reproducible experiments need it. Likely cause: an attribute holding a lambda, "
+            "an open file, a lock or a live simulator handle. Fix: keep such things out of the env or "
+            "implement __getstate__/__setstate__ (or __deepcopy__)."
+        )
+    action = space.sample()
+    want = env.step(action)
+    try:
+        got = twin.step(action)
+        snapshot_diff = _step_difference(want, got)
+    except Exception as err:
+        snapshot_diff = f"the copy cannot step before a reset ({type(err).__name__}: {err})"
+    if snapshot_diff is None:
+        return "pass", f"{how} gives an independent snapshot that steps exactly like the original."
+    try:
+        first = env.reset(seed=ctx.seed + 3)[0]
+        second = twin.reset(seed=ctx.seed + 3)[0]
+        recipe_diff = None if same(first, second) else f"reset observation {first_difference(first, second)}"
+        recipe_diff = recipe_diff or _step_difference(env.step(action), twin.step(action))
+    except Exception as err:
+        recipe_diff = f"{type(err).__name__}: {err}"
+    if recipe_diff is None:
+        return recipe_status, (
+            f"{how} is not a snapshot of the env's state ({snapshot_diff}) but a fresh env that, after "
+            "the same reset(seed=...), steps exactly like the original (as gymnasium.utils.EzPickle "
+            "makes it). Enough to save or fork an env; to snapshot one mid-episode, implement "
+            "__getstate__/__setstate__ (or __deepcopy__) that copy the simulator state."
+        )
+    return "fail", (
+        f"after {how}, the copy and the original disagree: as a snapshot, {snapshot_diff}; after the same "
+        f"seeded reset, {recipe_diff}. Likely cause: the copy shares mutable state with the original (a "
+        "simulator handle, a random generator) or loses part of it. Fix: make every piece of state "
+        "copyable, or implement __deepcopy__/__getstate__ that copies it."
+    )
+
+
+def _step_difference(want: Sequence[Any], got: Sequence[Any]) -> str | None:
+    labels = ("observation", "reward", "terminated", "truncated")
+    for label, a, b in zip(labels, want[:4], got[:4], strict=True):
+        if not same(a, b):
+            return f"different {label}s for the same action: {first_difference(a, b)}"
+    return None
+
+
+def check_deepcopy(ctx: Context) -> Verdict:
+    """A deep copy steps like the original (a fresh copy that needs the same seeded reset: a warning)."""
+    return _copy_check(ctx, "copy.deepcopy(env)", copy.deepcopy, "warn")
+
+
+def check_pickle(ctx: Context) -> Verdict:
+    """An unpickled copy steps like the original, as a snapshot or after the same seeded reset."""
+    return _copy_check(
+        ctx, "pickle.loads(pickle.dumps(env))", lambda e: pickle.loads(pickle.dumps(e)), "pass"
+    )

@@ -1,0 +1,177 @@
+"""What the checks share: the env, the goal functions found on it, its rollout, and a probe batch."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from goalenvs._util import time_limit, wrapper_layers
+from goalenvs.check.report import Skip
+from goalenvs.check.rollout import Event, Rollout, Transition
+from goalenvs.check.values import QuietGoalFunctions
+
+__all__ = ["GOAL_FUNCTIONS", "Context"]
+
+#: The goal functions of the contract; only ``compute_reward`` is required.
+GOAL_FUNCTIONS = ("compute_reward", "compute_terminated", "compute_truncated")
+# How many (achieved goal, desired goal, info) rows of the rollout the function checks look at.
+_N_PROBE = 32
+
+
+class Context:
+    """Everything the checks share about one env; built by ``check_goal_env`` and passed to each check.
+
+    Args:
+        env: a ``gymnasium.Env`` or ``gymnasium.vector.VectorEnv``, wrapped or not.
+        n_steps: the rollout's length (vector steps for a vector env).
+        seed: seeds the env's resets, the sampled actions, goals and probe rows.
+    """
+
+    def __init__(self, env: Any, n_steps: int, seed: int) -> None:
+        self.env = env
+        self.n_steps = n_steps
+        self.seed = seed
+        self.vector = isinstance(env, gym.vector.VectorEnv)
+        self.num_envs = int(env.num_envs) if self.vector else 1
+        self.layers = list(wrapper_layers(env))  # outermost first, ending with the bare env
+        self.space = env.single_observation_space if self.vector else env.observation_space
+        self.rng = np.random.default_rng(seed)
+        self.action_space = copy.deepcopy(env.action_space)  # never reseed the user's own space
+        self.action_space.seed(seed)
+        self.autoreset = "NextStep"
+        if self.vector:
+            mode = env.metadata.get("autoreset_mode", "NextStep")
+            self.autoreset = str(getattr(mode, "value", mode))
+        self.rollout = Rollout(env, n_steps, seed, self.action_space, self.autoreset if self.vector else None)
+        self._fns: dict[str, tuple[Callable[..., Any], str, int] | None] = {}
+        self._replays: dict[bool, str | None] = {}
+        self._probe: dict[str, Any] | None = None
+        self._goal_space: gym.Space | None = None
+
+    @property
+    def events(self) -> list[Event]:
+        """The rollout's raw resets and steps (empty before the ``rollout`` check recorded it)."""
+        return self.rollout.events
+
+    @property
+    def transitions(self) -> list[Transition]:
+        """The rollout's (sub-)env transitions, autoreset steps left out."""
+        return self.rollout.transitions
+
+    def find(self, name: str) -> tuple[Callable[..., Any], str, int] | None:
+        """``(function, provider name, layer index)`` the way ``get_wrapper_attr`` resolves it, or None.
+
+        The layer index says where in :attr:`layers` the function lives (``len(layers)`` for a
+        vector env's sub-env 0, where SB3's ``env_method(..., indices=[0])`` would find it).
+        """
+        if name not in self._fns:
+            found = None
+            for i, layer in enumerate(self.layers):
+                fn = getattr(layer, name, None)
+                if callable(fn):
+                    found = (fn, type(layer).__name__, i)
+                    break
+            sub_envs = self.sub_envs()
+            if found is None and self.vector and sub_envs:
+                for layer in wrapper_layers(sub_envs[0]):
+                    fn = getattr(layer, name, None)
+                    if callable(fn):
+                        found = (fn, f"{type(layer).__name__} (sub-env 0)", len(self.layers))
+                        break
+            self._fns[name] = found
+        return self._fns[name]
+
+    def fn(self, name: str) -> Callable[..., Any]:
+        """The goal function ``name``; raises :class:`Skip` when the env defines none."""
+        found = self.find(name)
+        if found is None:
+            raise Skip(f"the env defines no {name}")
+        return found[0]
+
+    def sub_envs(self) -> Any:
+        """A vector env's in-process sub-envs (``SyncVectorEnv.envs``), or None."""
+        return getattr(self.layers[-1], "envs", None)
+
+    def random_goals(self, n: int) -> np.ndarray:
+        """``n`` goals sampled from the desired_goal space (seeded once, from ``seed + 1``)."""
+        if self._goal_space is None:
+            self._goal_space = copy.deepcopy(self.space["desired_goal"])
+            self._goal_space.seed(self.seed + 1)
+        return np.asarray([self._goal_space.sample() for _ in range(n)])
+
+    def max_episode_steps(self) -> int | None:
+        """The step limit of a ``TimeLimit`` wrapper (on the env or a vector env's sub-envs), if any."""
+        sub_envs = self.sub_envs()
+        for env in [self.env] + ([sub_envs[0]] if sub_envs else []):
+            found = time_limit(env)
+            if found is not None:
+                return found[1]
+        spec = getattr(self.env, "spec", None)
+        return getattr(spec, "max_episode_steps", None) if self.vector else None
+
+    def record(self) -> None:
+        """Record the rollout every later check reads."""
+        self.rollout.record()
+
+    def replay(self, interleave: bool) -> str | None:
+        """Replay the rollout from the same seed (once per ``interleave``); the first difference, or None.
+
+        With ``interleave`` the goal functions are called on random goals before every step, the
+        way a replay buffer calls them between environment steps.
+        """
+        if interleave not in self._replays:
+            self._replays[interleave] = self.rollout.replay(self._interleave if interleave else None)
+        return self._replays[interleave]
+
+    def replayed(self, interleave: bool) -> bool:
+        """Whether :meth:`replay` with this ``interleave`` has run."""
+        return interleave in self._replays
+
+    def _interleave(self, k: int, last_info: Any) -> None:
+        n = 4
+        ag, dg = self.random_goals(n), self.random_goals(n)
+        infos = [last_info] * n
+        for name in GOAL_FUNCTIONS:
+            found = self.find(name)
+            if found is None:
+                continue
+            # last_info may be a reset's info, which goal functions need not understand: no warnings.
+            with QuietGoalFunctions():
+                for args in ((ag, dg, infos), (ag[0], dg[0], last_info)):
+                    try:
+                        found[0](*args)
+                    except Exception:  # a raising function is reported by its own check
+                        continue
+
+    def probe(self) -> dict[str, Any]:
+        """Rows of (achieved goal, desired goal, info) drawn from the rollout, HER-style.
+
+        Row k pairs a recorded next achieved goal with, by ``k % 4``: its own desired goal, itself
+        (a success), another recorded achieved goal (what the "future" strategy relabels with),
+        or a random goal from the desired_goal space. Keys: ``ag``, ``dg``, ``other``, ``random``,
+        ``mixed`` (arrays of shape (rows, *goal_shape)) and ``infos`` (the rows' infos, a list).
+        """
+        if self._probe is None:
+            transitions = self.transitions
+            if not transitions:
+                raise Skip("the rollout has no transitions")
+            size = max(_N_PROBE, self.num_envs)
+            idx = self.rng.integers(0, len(transitions), size=size)
+            other = self.rng.integers(0, len(transitions), size=size)
+            ag = np.stack([transitions[i].ag for i in idx])
+            dg = np.stack([transitions[i].dg for i in idx])
+            other_ag = np.stack([transitions[i].ag for i in other])
+            random = self.random_goals(size).astype(dg.dtype, copy=False).reshape(dg.shape)
+            kind = np.arange(size) % 4
+            mixed = dg.copy()
+            for k, source in ((1, ag), (2, other_ag), (3, random)):
+                mixed[kind == k] = source[kind == k]
+            self._probe = {
+                "ag": ag, "dg": dg, "other": other_ag, "random": random, "mixed": mixed,
+                "infos": [transitions[i].info for i in idx],
+            }  # fmt: skip
+        return self._probe
