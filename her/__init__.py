@@ -2,7 +2,7 @@
 
 * :class:`HerStorage`: framework-free replay storage with hindsight relabelling (numpy in, numpy or
   torch out), usable from any training loop;
-* :class:`GoalSelectionStrategy` and :func:`sample_goal_steps`: the pure goal samplers;
+* :class:`GoalSelectionStrategy` and :func:`parse_strategy`: the goal selection strategies;
 * :class:`HerReplayBuffer`: a drop-in for ``stable_baselines3.HerReplayBuffer``.
 
 Importing ``her`` imports neither torch nor stable-baselines3: ``her.HerReplayBuffer`` loads the
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from her.envfns import resolve_env_function
 from her.storage import GoalFn, HerStorage
-from her.strategies import GoalSelectionStrategy, parse_strategy, sample_goal_steps
+from her.strategies import GoalSelectionStrategy, parse_strategy
 
 if TYPE_CHECKING:
     from her.sb3 import HerReplayBuffer
@@ -27,7 +27,6 @@ __all__ = [
     "HerStorage",
     "parse_strategy",
     "resolve_env_function",
-    "sample_goal_steps",
 ]
 
 

@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from her.storage import HerStorage
+from her._layout import ACTION, REWARD, Ring
 
-__all__ = ["ROW_NAMES", "current_episode_starts", "rows"]
+if TYPE_CHECKING:
+    from her._episodes import Episodes
+
+__all__ = ["ROW_NAMES", "rows"]
 
 ROW_NAMES = (
     "observations",
@@ -50,93 +52,89 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _grid(storage: HerStorage, flat: np.ndarray) -> np.ndarray:
+def _grid(ring: Ring, flat: np.ndarray) -> np.ndarray:
     """A read-only ``(T, n, ...)`` view of a per-row field laid out at ``row * n + env``."""
-    return _readonly(flat.reshape(storage.steps_per_env, storage.n_envs, *flat.shape[1:]))
+    return _readonly(flat.reshape(ring.steps, ring.n_envs, *flat.shape[1:]))
 
 
-def current_episode_starts(storage: HerStorage) -> np.ndarray:
-    """The row where each env's unfinished episode started (``pos`` where none is under way)."""
-    storage.flush()
-    return _readonly((storage._pos - storage._current_len) % storage.steps_per_env)
-
-
-def _episode_slots(storage: HerStorage) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row: the episode ordinal, its slot in the episode table, and whether it is complete and whole."""
-    n = storage.n_envs
-    ordinals = storage._episode.reshape(storage.steps_per_env, n)
-    envs = np.arange(n)
-    slots = envs * storage._slots + (ordinals & (storage._slots - 1))
-    live = (ordinals >= storage._oldest) & (ordinals < storage._current)
+def _episode_slots(ring: Ring, episodes: Episodes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: the episode ordinal, its entry in the episode table, and whether it is complete and whole."""
+    ordinals = ring.episode.reshape(ring.steps, ring.n_envs)
+    envs = np.arange(ring.n_envs)
+    slots = envs * episodes.slots + (ordinals & (episodes.slots - 1))
+    live = (ordinals >= episodes.oldest) & (ordinals < episodes.current)
     return ordinals, slots, live
 
 
-def _episode_rows(storage: HerStorage, name: str) -> np.ndarray:
-    ordinals, slots, live = _episode_slots(storage)
+def _episode_rows(ring: Ring, episodes: Episodes, name: str) -> np.ndarray:
+    ordinals, slots, live = _episode_slots(ring, episodes)
     if name == "episode_lengths":
-        return _readonly(np.where(live, storage._ep_len[slots], 0))
-    current = ordinals == storage._current  # rows of the unfinished episodes
+        return _readonly(np.where(live, episodes.length[slots], 0))
+    current = ordinals == episodes.current  # rows of the unfinished episodes
     # A complete episode's start is in the table while its slot still holds it: then the slot's episode
     # covers this row (a later episode in the same slot lies on other rows; this one still holds ours).
-    starts, lengths = storage._ep_start[slots], storage._ep_len[slots]
-    rows = np.arange(storage.steps_per_env)[:, None]
-    covered = (ordinals > 0) & (lengths > 0) & ((rows - starts) % storage.steps_per_env < lengths)
+    starts, lengths = episodes.start[slots], episodes.length[slots]
+    rows = np.arange(ring.steps)[:, None]
+    covered = (ordinals > 0) & (lengths > 0) & ((rows - starts) % ring.steps < lengths)
     starts = np.where(covered, starts, 0)
-    starts = np.where(current & (ordinals > 0), current_episode_starts(storage), starts)
+    starts = np.where(current & (ordinals > 0), episodes.current_starts(ring.pos), starts)
     return _readonly(starts)
 
 
-def _next_observations(storage: HerStorage) -> dict[str, np.ndarray]:
-    steps, n = storage.steps_per_env, storage.n_envs
-    ordinals, slots, _ = _episode_slots(storage)
-    last_row = (storage._pos - 1) % steps  # the latest step; its next row is the oldest one
-    # Within an episode the next observation is the next row's (the ring's mirror row makes that
+def _next_observations(ring: Ring, episodes: Episodes) -> dict[str, np.ndarray]:
+    steps, n = ring.steps, ring.n_envs
+    ordinals, slots, _ = _episode_slots(ring, episodes)
+    last_row = (ring.pos - 1) % steps  # the latest step; its next row is the oldest one
+    # Within an episode the next observation is the next row's (the ring's copy of row 0 makes that
     # true of the last row too); an episode's last step is where the next row's ordinal differs.
     next_ordinals = np.roll(ordinals, -1, axis=0)
     written = ordinals > 0
     ends = written & (ordinals != next_ordinals)
-    ends[last_row] = written[last_row] & (storage._current_len == 0)
+    ends[last_row] = written[last_row] & (episodes.current_len == 0)
     pending = np.zeros((steps, n), bool)
-    pending[last_row] = written[last_row] & (storage._current_len > 0)
+    pending[last_row] = written[last_row] & (episodes.current_len > 0)
     # The final observation is in the table if the slot still holds this episode: its last row is here.
     rows = np.arange(steps)[:, None]
-    lengths = storage._ep_len[slots]
-    kept = ends & (lengths > 0) & ((storage._ep_start[slots] + lengths - 1) % steps == rows)
+    lengths = episodes.length[slots]
+    kept = ends & (lengths > 0) & ((episodes.start[slots] + lengths - 1) % steps == rows)
     out = {}
-    for key, (shape, _) in storage._obs_specs.items():
-        name = storage._obs_names[key]
-        following = storage._ring[n : n + steps * n][name].reshape(steps, n, *shape)
+    for key, (shape, _) in ring.layout.obs_specs.items():
+        name = ring.layout.obs_names[key]
+        following = ring.records[n : n + steps * n][name].reshape(steps, n, *shape)
         values = np.where(written.reshape(steps, n, *([1] * len(shape))), following, 0).astype(
             following.dtype
         )
         values[ends & ~kept] = 0
-        values[kept] = storage._ep_final[key][slots[kept]]
-        values[pending] = storage._pending[key][pending[last_row]]
+        values[kept] = episodes.final_obs[key][slots[kept]]
+        values[pending] = episodes.pending[key][pending[last_row]]
         out[key] = _readonly(values)
     return out
 
 
-def rows(storage: HerStorage, name: str) -> Any:
-    """The stored ``name`` (one of :data:`ROW_NAMES`) as read-only arrays of shape ``(T, n_envs, ...)``."""
+def rows(ring: Ring, episodes: Episodes, name: str) -> Any:
+    """The stored ``name`` (one of :data:`ROW_NAMES`) as read-only arrays of shape ``(T, n_envs, ...)``.
+
+    ``ring`` and ``episodes``: the parts of a :class:`~her.storage.HerStorage`, its staged steps
+    written (what :meth:`HerStorage.rows <her.storage.HerStorage.rows>` passes).
+    """
     if name not in ROW_NAMES:
         raise ValueError(f"name must be one of {list(ROW_NAMES)}, got {name!r}")
-    storage.flush()
     if name == "observations":
-        return {key: _grid(storage, view) for key, view in storage._obs.items()}
+        return {key: _grid(ring, view) for key, view in ring.obs.items()}
     if name == "next_observations":
-        return _next_observations(storage)
+        return _next_observations(ring, episodes)
     if name in ("episode_starts", "episode_lengths"):
-        return _episode_rows(storage, name)
+        return _episode_rows(ring, episodes, name)
     if name == "infos":
-        kept = storage._infos
-        infos = np.empty(storage.steps_per_env * storage.n_envs, dtype=object)
+        kept = ring.infos
+        infos = np.empty(ring.steps * ring.n_envs, dtype=object)
         for i in range(len(infos)):  # rows never written (or infos not kept) read as empty dicts
             infos[i] = {} if kept is None or kept[i] is None else kept[i]
-        return _grid(storage, infos)
+        return _grid(ring, infos)
     field = {
-        "actions": storage._actions,
-        "rewards": storage._rewards,
-        "terminateds": storage._terminated,
-        "truncateds": storage._truncated,
+        "actions": ring.fields[ACTION],
+        "rewards": ring.fields[REWARD],
+        "terminateds": ring.terminated,
+        "truncateds": ring.truncated,
     }[name]
-    return _grid(storage, field[:])  # a fresh view object, so the storage's own stays writable
+    return _grid(ring, field[:])  # a fresh view object, so the ring's own stays writable

@@ -38,7 +38,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import torch as th
@@ -48,6 +48,7 @@ from stable_baselines3.common.preprocessing import get_action_dim, get_obs_shape
 from stable_baselines3.common.type_aliases import DictReplayBufferSamples
 from stable_baselines3.common.utils import get_device
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as _SB3Strategy
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as _SB3HerReplayBuffer
 
 from her.envfns import IDS_IN_WORKERS, resolve_env_function_or_reason
@@ -60,6 +61,12 @@ __all__ = ["HerReplayBuffer"]
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def _refuse_write(name: str) -> NoReturn:
+    raise AttributeError(
+        f"HerReplayBuffer.{name} is read-only: it views the storage, which only add() writes"
+    )
 
 
 class _EnvMethod:
@@ -122,6 +129,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             )
         self.observation_space = observation_space
         self.action_space = action_space
+        # stable-baselines3's typing: the same ignore as in its own BaseBuffer (a dict for Dict spaces).
         self.obs_shape = get_obs_shape(observation_space)  # type: ignore[assignment]
         self.action_dim = get_action_dim(action_space)
         self.device = get_device(device)
@@ -144,16 +152,21 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             buffer_size,
             fields,
             ((self.action_dim,), action_dtype),
-            reward_fn=None,
+            reward_fn=None,  # given by _attach_functions, from the env or the arguments
             n_envs=n_envs,
             n_sampled_goal=n_sampled_goal,
             goal_selection_strategy=goal_selection_strategy,
             copy_info_dict=copy_info_dict,
-            recompute_terminated=False,  # the function is attached in _bind_env
+            recompute_terminated=recompute_terminated,
             seed=seed,
             borrow_arrays=True,
+            # Functions resolved from the env are resolved again by set_env after loading: pickle
+            # only functions given explicitly, so that the env never travels with the buffer.
+            pickle_functions=compute_reward is not None
+            and (not recompute_terminated or compute_terminated is not None),
         )
-        self.goal_selection_strategy = self._storage.goal_selection_strategy
+        # stable-baselines3's enum, as its own buffer has (the storage holds her's).
+        self.goal_selection_strategy = _SB3Strategy[self._storage.goal_selection_strategy.name]
         self.her_ratio = self._storage.her_ratio
         self.env = None
         if env is not None:
@@ -167,8 +180,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         self._attach_functions(env)
 
     def _attach_functions(self, env: VecEnv | None) -> None:
-        storage = self._storage
-        storage.reward_fn = self._resolve(env, "compute_reward", self._user_compute_reward)
+        reward_fn = self._resolve(env, "compute_reward", self._user_compute_reward)
+        terminated_fn = None
         if self.recompute_terminated:
             terminated_fn = self._resolve(env, "compute_terminated", self._user_compute_terminated)
             if terminated_fn is None:
@@ -176,12 +189,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
                     "recompute_terminated=True needs the env's compute_terminated, which this env does not "
                     "define; pass compute_terminated= in replay_buffer_kwargs"
                 )
-            storage.terminated_fn = terminated_fn
-            storage.recompute_terminated = True
-        # Functions resolved from the env are rebuilt by set_env after loading; never pickle the env.
-        storage._pickle_functions = self._user_compute_reward is not None and (
-            not self.recompute_terminated or self._user_compute_terminated is not None
-        )
+        self._storage.set_functions(reward_fn, terminated_fn)
 
     @staticmethod
     def _resolve(
@@ -213,6 +221,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.env = None
+        # Buffers pickled before the attribute held stable-baselines3's enum held her's.
+        self.goal_selection_strategy = _SB3Strategy[self.goal_selection_strategy.name]
 
     def set_env(self, env: VecEnv) -> None:
         """Attach the env after unpickling (and resolve its ``compute_reward`` again)."""
@@ -226,66 +236,119 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         """The framework-free storage under this adapter."""
         return self._storage
 
+    # -------- stable-baselines3's attributes, read-only (for code written against the stock buffer).
+    # The stock buffer has them as plain attributes; here they are views of the storage, which only
+    # add() writes, so each setter refuses (as AttributeError, like a property without a setter).
+    # The two ignores below: stable-baselines3 types observations and next_observations as arrays in
+    # ReplayBuffer and as dicts in DictReplayBuffer (itself ignoring that override), so a dict here
+    # cannot satisfy the checker either.
     @property
-    def pos(self) -> int:  # type: ignore[override]
+    def pos(self) -> int:
         return self._storage.pos
 
+    @pos.setter
+    def pos(self, value: int) -> None:
+        _refuse_write("pos")
+
     @property
-    def full(self) -> bool:  # type: ignore[override]
+    def full(self) -> bool:
         return self._storage.full
 
-    # -------- stable-baselines3's arrays, read-only (for code written against the stock buffer)
-    @property
-    def observations(self) -> dict[str, np.ndarray]:  # type: ignore[override]
+    @full.setter
+    def full(self, value: bool) -> None:
+        _refuse_write("full")
+
+    @property  # type: ignore[override]  # see above
+    def observations(self) -> dict[str, np.ndarray]:
         """``{key: (buffer_size, n_envs, *shape)}``: read-only views of the stored observations."""
         return self._storage.rows("observations")
 
-    @property
-    def next_observations(self) -> dict[str, np.ndarray]:  # type: ignore[override]
+    @observations.setter
+    def observations(self, value: dict[str, np.ndarray]) -> None:
+        _refuse_write("observations")
+
+    @property  # type: ignore[override]  # see above
+    def next_observations(self) -> dict[str, np.ndarray]:
         """``{key: (buffer_size, n_envs, *shape)}``: the observation each stored step led to (assembled)."""
         return self._storage.rows("next_observations")
 
+    @next_observations.setter
+    def next_observations(self, value: dict[str, np.ndarray]) -> None:
+        _refuse_write("next_observations")
+
     @property
-    def actions(self) -> np.ndarray:  # type: ignore[override]
+    def actions(self) -> np.ndarray:
         """``(buffer_size, n_envs, action_dim)``: a read-only view of the stored actions."""
         return self._storage.rows("actions")
 
+    @actions.setter
+    def actions(self, value: np.ndarray) -> None:
+        _refuse_write("actions")
+
     @property
-    def rewards(self) -> np.ndarray:  # type: ignore[override]
+    def rewards(self) -> np.ndarray:
         """``(buffer_size, n_envs)`` float32: a read-only view of the stored (not relabelled) rewards."""
         return self._storage.rows("rewards")
 
+    @rewards.setter
+    def rewards(self, value: np.ndarray) -> None:
+        _refuse_write("rewards")
+
     @property
-    def dones(self) -> np.ndarray:  # type: ignore[override]
+    def dones(self) -> np.ndarray:
         """``(buffer_size, n_envs)`` float32: 1 where the step ended its episode (terminated or truncated)."""
         done = self._storage.rows("terminateds") | self._storage.rows("truncateds")
         return _readonly(done.astype(np.float32))
 
+    @dones.setter
+    def dones(self, value: np.ndarray) -> None:
+        _refuse_write("dones")
+
     @property
-    def timeouts(self) -> np.ndarray:  # type: ignore[override]
+    def timeouts(self) -> np.ndarray:
         """``(buffer_size, n_envs)`` float32: 1 where a time limit ended the episode, if timeouts are handled."""
         truncated = self._storage.rows("truncateds").astype(np.float32)
         return _readonly(truncated if self.handle_timeout_termination else np.zeros_like(truncated))
 
+    @timeouts.setter
+    def timeouts(self, value: np.ndarray) -> None:
+        _refuse_write("timeouts")
+
     @property
-    def infos(self) -> np.ndarray:  # type: ignore[override]
+    def infos(self) -> np.ndarray:
         """``(buffer_size, n_envs)`` object array of the kept info dicts (empty dicts unless copy_info_dict)."""
         return self._storage.rows("infos")
 
+    @infos.setter
+    def infos(self, value: np.ndarray) -> None:
+        _refuse_write("infos")
+
     @property
-    def ep_start(self) -> np.ndarray:  # type: ignore[override]
+    def ep_start(self) -> np.ndarray:
         """``(buffer_size, n_envs)``: the row where each row's episode starts (0 where unknown)."""
         return self._storage.rows("episode_starts")
 
+    @ep_start.setter
+    def ep_start(self, value: np.ndarray) -> None:
+        _refuse_write("ep_start")
+
     @property
-    def ep_length(self) -> np.ndarray:  # type: ignore[override]
+    def ep_length(self) -> np.ndarray:
         """``(buffer_size, n_envs)``: each row's episode length where it can be sampled, else 0."""
         return self._storage.rows("episode_lengths")
+
+    @ep_length.setter
+    def ep_length(self, value: np.ndarray) -> None:
+        _refuse_write("ep_length")
 
     @property
     def _current_ep_start(self) -> np.ndarray:
         """``(n_envs,)``: the row where each env's unfinished episode started (``pos`` if none)."""
         return self._storage.current_episode_starts
+
+    @_current_ep_start.setter
+    def _current_ep_start(self, value: np.ndarray) -> None:
+        _refuse_write("_current_ep_start")
 
     def size(self) -> int:
         """Steps stored per env (stable-baselines3's meaning)."""
@@ -294,7 +357,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
     def reset(self) -> None:
         self._storage.reset()
 
-    def add(  # type: ignore[override]
+    def add(  # type: ignore[override]  # dicts of arrays, as stable-baselines3's own override
         self,
         obs: dict[str, np.ndarray],
         next_obs: dict[str, np.ndarray],
@@ -323,10 +386,11 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         # it cancels `done`, and recompute_terminated needs it either way.
         self._storage.add(obs, action, reward, terminated, truncated, infos, next_obs)
 
+    # Dict samples, as stable-baselines3's own override (with the same ignore).
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> DictReplayBufferSamples:  # type: ignore[override]
         data = self._storage.sample_arrays(batch_size)
-        observations = self._normalize_obs(data["observations"], env)
-        next_observations = self._normalize_obs(data["next_observations"], env)
+        observations = self._normalized(data["observations"], env)
+        next_observations = self._normalized(data["next_observations"], env)
         dones = data["terminateds"]
         if not self.handle_timeout_termination:
             # Without timeout handling a time-limit end is an end like any other (stable-baselines3).
@@ -337,12 +401,17 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         else:
             to_tensor = partial(th.as_tensor, device=device)
         return DictReplayBufferSamples(
-            observations={key: to_tensor(value) for key, value in observations.items()},  # type: ignore[union-attr]
+            observations={key: to_tensor(value) for key, value in observations.items()},
             actions=to_tensor(data["actions"]),
-            next_observations={key: to_tensor(value) for key, value in next_observations.items()},  # type: ignore[union-attr]
+            next_observations={key: to_tensor(value) for key, value in next_observations.items()},
             dones=to_tensor(dones.reshape(-1, 1)),
             rewards=to_tensor(self._normalize_reward(data["rewards"].reshape(-1, 1), env)),
         )
+
+    def _normalized(self, obs: dict[str, np.ndarray], env: VecNormalize | None) -> dict[str, np.ndarray]:
+        normalized = self._normalize_obs(obs, env)
+        assert isinstance(normalized, dict)  # a dict in, a dict out
+        return normalized
 
     def truncate_last_trajectory(self) -> None:
         """End every env's unfinished episode at its last stored step (called after loading a buffer).
@@ -350,8 +419,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         As stable-baselines3: the step becomes a time-limit end (so values bootstrap from it when
         ``handle_timeout_termination`` is true), and the episode can be sampled and relabelled.
         """
-        self._storage.flush()
-        if (self._storage._current_len > 0).any():
+        if self._storage.current_episode_lengths.any():
             warnings.warn(
                 "The last trajectory in the replay buffer will be truncated.\n"
                 "If you are in the same episode as when the replay buffer was saved,\n"

@@ -2,12 +2,12 @@
 
 A strategy only decides *which step* of an episode supplies the relabelled goal; the storage turns
 that step into a goal. Every function here works on whole batches (no Python loop over samples)
-and draws from the generator it is given, never from NumPy's global state.
+and takes its random draws from the caller (uniform floats), never from NumPy's global state.
 
 Conventions, shared with stable-baselines3 so that results are comparable:
 
 * ``t`` is the index of the sampled transition within its episode (``0 <= t < length``);
-* the returned step ``j`` names the transition whose **next** achieved goal is used, because the
+* the chosen step ``j`` names the transition whose **next** achieved goal is used, because the
   reward of transition ``t`` depends on the state it leads to (``r_t = f(ag_{t+1}, g)``);
 * ``future`` is inclusive: ``j`` is drawn uniformly from ``[t, length)``, so the current
   transition's own outcome can be the goal (stable-baselines3 does the same; the HER paper's
@@ -21,7 +21,7 @@ import enum
 
 import numpy as np
 
-__all__ = ["GoalSelectionStrategy", "goal_step_offsets", "parse_strategy", "sample_goal_steps"]
+__all__ = ["GoalSelectionStrategy", "goal_step_offsets", "parse_strategy"]
 
 
 class GoalSelectionStrategy(enum.Enum):
@@ -62,41 +62,26 @@ def parse_strategy(value: GoalSelectionStrategy | str | enum.Enum) -> GoalSelect
         ) from None
 
 
-def sample_goal_steps(
-    strategy: GoalSelectionStrategy,
-    steps: np.ndarray,
-    lengths: np.ndarray,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Draw, for each transition, the step of its episode whose next achieved goal becomes the goal.
-
-    Args:
-        strategy: the goal selection strategy.
-        steps: index ``t`` of each transition within its episode, shape ``(B,)``.
-        lengths: length of each transition's episode, shape ``(B,)``; ``0 <= steps < lengths``.
-        rng: the generator to draw from.
-
-    Returns:
-        int64 array of shape ``(B,)`` with ``0 <= j < lengths`` (and ``j >= steps`` for ``future``).
-    """
-    if strategy is GoalSelectionStrategy.FINAL:
-        return lengths - 1
-    return steps + goal_step_offsets(strategy, steps, lengths - steps, rng.random(len(steps)))
-
-
 def goal_step_offsets(
     strategy: GoalSelectionStrategy,
     steps: np.ndarray,
     remaining: np.ndarray,
     uniforms: np.ndarray,
 ) -> np.ndarray:
-    """:func:`sample_goal_steps` as offsets ``j - t``, from ``remaining = length - t``.
+    """For each transition, the offset ``j - t`` of the step ``j`` whose next achieved goal becomes its goal.
 
-    ``uniforms`` are floats in ``[0, 1)``, one per transition (unused by ``final``): with those of
-    ``rng.random(B)`` the result is ``sample_goal_steps(...) - steps`` exactly. The storage locates
-    a goal step relative to the sampled row (row ``+ j - t``) and draws the uniforms of a whole batch
-    at once, so this form saves it a round trip through episode starts and a generator call.
-    ``remaining - 1`` marks a goal at the episode's last step.
+    Args:
+        strategy: the goal selection strategy.
+        steps: index ``t`` of each transition within its episode, shape ``(B,)``.
+        remaining: steps left in each transition's episode, ``t`` included (``length - t >= 1``), ``(B,)``.
+        uniforms: floats in ``[0, 1)``, one per transition (unused by ``final``).
+
+    Returns:
+        int64 array of shape ``(B,)`` with ``0 <= t + offset < length`` (and ``offset >= 0`` for
+        ``future``); ``offset == remaining - 1`` marks a goal at the episode's last step.
+
+    Offsets and uniforms rather than steps and a generator: the storage locates a goal step relative
+    to the sampled row (row ``+ j - t``) and draws the uniforms of a whole batch in one call.
     """
     if strategy is GoalSelectionStrategy.FINAL:
         return remaining - 1
@@ -110,8 +95,8 @@ def goal_step_offsets(
 def _uniform_below(span: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """Uniform integers in ``[0, span)`` from uniform floats in ``[0, 1)`` (int64, all ``span >= 1``).
 
-    Scaling uniform floats is 4x cheaper than Generator.integers with array bounds, and biased by
-    at most 2**-53 per value. The clip guards against ``u * span`` rounding up to ``span``.
+    Scaling uniform floats is cheaper than Generator.integers with array bounds, and biased by at
+    most 2**-53 per value. The clip guards against ``u * span`` rounding up to ``span``.
     """
     offsets = (uniforms * span).astype(np.int64)
     return np.minimum(offsets, span - 1, out=offsets)

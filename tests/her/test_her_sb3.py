@@ -6,6 +6,7 @@ import pickle
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -23,8 +24,9 @@ from stable_baselines3.common.envs import BitFlippingEnv  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv  # noqa: E402
 
 import goalenvs  # noqa: E402,F401  (registers goalenvs/BitFlip-v0)
-from her import HerReplayBuffer  # noqa: E402
+from her import GoalSelectionStrategy, HerReplayBuffer  # noqa: E402
 from her.sb3 import _EnvMethod  # noqa: E402
+from tests.her.data import record_legacy_pickles as legacy  # noqa: E402
 
 BITFLIP = "goalenvs:goalenvs/BitFlip-v0"  # the module prefix lets worker processes register it too
 
@@ -189,14 +191,17 @@ def test_stock_arrays_are_read_only_and_follow_adds():
     buffer = HerReplayBuffer(100, space, action_space, env, n_envs=2, seed=0, copy_info_dict=True)
     feed([buffer], 2, 20)
     observations = buffer.observations["observation"]
-    assert observations.shape == (50, 2, 3) and np.shares_memory(observations, buffer.storage._rows)
+    # Views of the storage: two reads share memory (copies would not).
+    assert observations.shape == (50, 2, 3)
+    assert np.shares_memory(observations, buffer.storage.rows("observations")["observation"])
     for name in ("actions", "rewards", "dones", "ep_length"):
         with pytest.raises(ValueError, match="read-only"):
             getattr(buffer, name)[0] = 1
     with pytest.raises(ValueError, match="read-only"):
         observations[0] = 1
-    with pytest.raises(AttributeError):
-        buffer.rewards = np.zeros((50, 2), np.float32)
+    for name in (*STOCK_ARRAYS, "observations", "next_observations", "pos", "full"):
+        with pytest.raises(AttributeError, match=f"HerReplayBuffer.{name} is read-only"):
+            setattr(buffer, name, getattr(buffer, name))
     # Rows written later show in a view taken before (it views the storage, as the stock arrays are).
     feed([buffer], 2, 5, seed=1)
     assert buffer.pos == 25
@@ -334,8 +339,7 @@ def test_save_and_load_mid_episode(tmp_path, truncate_last_traj):
     model.learn(103)  # stops mid-episode
     buffer = model.replay_buffer
     storage = buffer.storage
-    storage.flush()
-    cut_lengths = storage._current_len.copy()
+    cut_lengths = storage.current_episode_lengths
     assert cut_lengths.any()
     before = storage.num_sampleable
     path = tmp_path / "buffer.pkl"
@@ -350,7 +354,7 @@ def test_save_and_load_mid_episode(tmp_path, truncate_last_traj):
     if truncate_last_traj:
         assert any("will be truncated" in str(w.message) for w in caught)
         assert loaded.storage.num_sampleable == before + cut_lengths.sum()
-        assert (loaded.storage._current_len == 0).all()
+        assert not loaded.storage.current_episode_lengths.any()
     else:
         assert loaded.storage.num_sampleable == before
         # Same state, same generator: the same batch as the buffer that was saved.
@@ -365,6 +369,34 @@ def test_save_and_load_mid_episode(tmp_path, truncate_last_traj):
     lengths = model.replay_buffer.storage.episode_lengths()
     assert len(lengths) and (lengths <= 6).all()
     assert model.replay_buffer.storage.num_sampleable == lengths.sum()
+
+
+def test_buffer_pickled_before_the_storage_split_loads_and_goes_on():
+    # Written by the code before the storage was split into parts (see the recording script), as
+    # stable-baselines3's save_replay_buffer writes it: without the env.
+    with (Path(__file__).resolve().parent / "data" / "sb3_buffer_v1.pkl").open("rb") as f:
+        loaded = pickle.load(f)
+    assert isinstance(loaded, HerReplayBuffer) and loaded.env is None and loaded.storage.reward_fn is None
+    env = DummyVecEnv([legacy.EncodedGoalEnv] * 2)
+    loaded.set_env(env)
+    reference = legacy.build_buffer()
+    assert vars(loaded).keys() == vars(reference).keys()
+    assert loaded.goal_selection_strategy is reference.goal_selection_strategy
+    for more in (0, 30):
+        legacy.feed_buffer(loaded, more, start=legacy.BUFFER_STEPS)
+        legacy.feed_buffer(reference, more, start=legacy.BUFFER_STEPS)
+        assert (loaded.pos, loaded.full) == (reference.pos, reference.full)
+        for name in STOCK_ARRAYS:
+            np.testing.assert_array_equal(getattr(loaded, name), getattr(reference, name), err_msg=name)
+        for name in ("observations", "next_observations"):
+            for key, value in getattr(loaded, name).items():
+                np.testing.assert_array_equal(value, getattr(reference, name)[key])
+        a, b = loaded.sample(200), reference.sample(200)
+        for key in a.observations:
+            torch.testing.assert_close(a.observations[key], b.observations[key])
+            torch.testing.assert_close(a.next_observations[key], b.next_observations[key])
+        torch.testing.assert_close(a.rewards, b.rewards)
+        torch.testing.assert_close(a.dones, b.dones)
 
 
 def test_pickle_drops_the_env_and_set_env_restores_it():
@@ -468,7 +500,8 @@ def test_stable_baselines3_strategy_enum_is_accepted():
     buffer = HerReplayBuffer(
         100, env.observation_space, env.action_space, env, goal_selection_strategy=SB3Strategy.FINAL
     )
-    assert buffer.goal_selection_strategy.name == "FINAL"
+    assert buffer.goal_selection_strategy is SB3Strategy.FINAL  # stable-baselines3's enum, as its buffer
+    assert buffer.storage.goal_selection_strategy is GoalSelectionStrategy.FINAL
 
 
 def test_import_her_is_light():

@@ -7,8 +7,11 @@ each transition, next observation and relabelled goal came from.
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,6 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from her import GoalSelectionStrategy, HerStorage
+from her._episodes import Episodes
+from tests.her.data import record_legacy_pickles as legacy
+
+DATA = Path(__file__).resolve().parent / "data"
 
 SPACE = spaces.Dict(
     {
@@ -147,6 +154,16 @@ def check_batch(batch: dict, recorder: Recorder, storage: HerStorage, batch_size
         assert batch["rewards"][i] == (0.0 if j == t else -1.0)
 
 
+@contextlib.contextmanager
+def booked_step_by_step(replay: bool) -> Iterator[None]:
+    """With ``replay``, every block's episode bookkeeping takes the step-by-step path, which the
+    storage otherwise keeps for blocks that reach the first row of an unfinished episode."""
+    with pytest.MonkeyPatch.context() as patch:
+        if replay:
+            patch.setattr(Episodes, "_reaches_own_start", lambda self, n_steps: True)
+        yield
+
+
 scenario = dict(
     n_envs=st.integers(1, 3),
     capacity=st.integers(1, 40),
@@ -178,26 +195,26 @@ def test_samples_match_the_reference(
         flush_every=flush_every,
         seed=seed,
     )
-    storage._force_event_replay = force_replay
-    recorder = Recorder(storage, lengths[:n_envs], kinds)
-    for _ in range(n_steps):
-        recorder.step()
-    if cut:
-        storage.end_episodes()
-        recorder.cut()
-    sampleable = recorder.sampleable()
-    assert storage.num_sampleable == sum(e.length for e in sampleable.values())
-    assert sorted(storage.episode_lengths().tolist()) == sorted(e.length for e in sampleable.values())
-    if not sampleable:
-        with pytest.raises(RuntimeError, match="before the end of the first episode"):
-            storage.sample(8)
-        return
-    check_batch(storage.sample(64), recorder, storage, 64)
-    # Keep adding after sampling (and after a cut): the storage must stay consistent.
-    for _ in range(7):
-        recorder.step()
-    if recorder.sampleable():
-        check_batch(storage.sample(33), recorder, storage, 33)
+    with booked_step_by_step(force_replay):
+        recorder = Recorder(storage, lengths[:n_envs], kinds)
+        for _ in range(n_steps):
+            recorder.step()
+        if cut:
+            storage.end_episodes()
+            recorder.cut()
+        sampleable = recorder.sampleable()
+        assert storage.num_sampleable == sum(e.length for e in sampleable.values())
+        assert sorted(storage.episode_lengths().tolist()) == sorted(e.length for e in sampleable.values())
+        if not sampleable:
+            with pytest.raises(RuntimeError, match="before the end of the first episode"):
+                storage.sample(8)
+            return
+        check_batch(storage.sample(64), recorder, storage, 64)
+        # Keep adding after sampling (and after a cut): the storage must stay consistent.
+        for _ in range(7):
+            recorder.step()
+        if recorder.sampleable():
+            check_batch(storage.sample(33), recorder, storage, 33)
 
 
 @settings(max_examples=60, deadline=None)
@@ -206,7 +223,7 @@ def test_block_writes_equal_step_by_step_replay(
     n_envs, capacity, n_steps, lengths, kinds, flush_every, strategy, n_sampled_goal, cut, force_replay, seed
 ):
     """The vectorized block bookkeeping and the step-by-step replay give the same storage."""
-    storages = []
+    results = []
     for replay, every in ((True, 1), (False, flush_every)):
         storage = HerStorage(
             capacity,
@@ -219,18 +236,19 @@ def test_block_writes_equal_step_by_step_replay(
             flush_every=every,
             seed=seed,
         )
-        storage._force_event_replay = replay
-        recorder = Recorder(storage, lengths[:n_envs], kinds)
-        for _ in range(n_steps):
-            recorder.step()
-        if cut:
-            storage.end_episodes()
-        storages.append(storage)
-    replayed, blocked = storages
-    assert replayed.num_sampleable == blocked.num_sampleable
-    np.testing.assert_array_equal(replayed.episode_lengths(), blocked.episode_lengths())
-    if replayed.num_sampleable:
-        a, b = replayed.sample(50), blocked.sample(50)
+        with booked_step_by_step(replay):
+            recorder = Recorder(storage, lengths[:n_envs], kinds)
+            for _ in range(n_steps):
+                recorder.step()
+            if cut:
+                storage.end_episodes()
+            batch = storage.sample(50) if storage.num_sampleable else None
+            results.append((storage.num_sampleable, storage.episode_lengths(), batch))
+    (replayed_n, replayed_lengths, a), (blocked_n, blocked_lengths, b) = results
+    assert replayed_n == blocked_n
+    np.testing.assert_array_equal(replayed_lengths, blocked_lengths)
+    if a is not None:
+        assert b is not None
         for key in ("observations", "next_observations"):
             for sub in SPACE.spaces:
                 np.testing.assert_array_equal(a[key][sub], b[key][sub])
@@ -399,19 +417,91 @@ def test_small_fields_sample_right_and_aligned(n_envs):
         assert array.flags.aligned
 
 
-def test_unpickles_a_state_without_the_copy_of_row_0():
-    storage = make_storage(capacity=12)
+def assert_same_storage(a: HerStorage, b: HerStorage) -> None:
+    """Same positions, episodes, rows and (from generators in the same state) the same samples."""
+    assert (a.pos, a.full, a.num_transitions, a.num_sampleable) == (
+        b.pos,
+        b.full,
+        b.num_transitions,
+        b.num_sampleable,
+    )
+    np.testing.assert_array_equal(a.episode_lengths(), b.episode_lengths())
+    np.testing.assert_array_equal(a.current_episode_lengths, b.current_episode_lengths)
+    np.testing.assert_array_equal(a.current_episode_starts, b.current_episode_starts)
+    for name in ("observations", "next_observations", "actions", "rewards", "terminateds", "truncateds"):
+        x, y = a.rows(name), b.rows(name)
+        for key in x if isinstance(x, dict) else [None]:
+            np.testing.assert_array_equal(x if key is None else x[key], y if key is None else y[key])
+    for name in ("episode_starts", "episode_lengths", "infos"):
+        np.testing.assert_array_equal(a.rows(name), b.rows(name))
+    if a.num_sampleable:
+        x, y = a.sample(300), b.sample(300)
+        for key in ("observations", "next_observations"):
+            for sub in x[key]:
+                np.testing.assert_array_equal(x[key][sub], y[key][sub])
+        for key in ("actions", "rewards", "terminateds", "truncateds", "relabelled"):
+            np.testing.assert_array_equal(x[key], y[key])
+
+
+def test_storages_pickled_before_the_split_load_and_go_on():
+    # Written by the code before the storage was split into parts (see the recording script).
+    with (DATA / "storage_v1.pkl").open("rb") as f:
+        loaded = pickle.load(f)
+    references = legacy.build_storages()
+    assert loaded.keys() == references.keys()
+    for name, storage in loaded.items():
+        reference = references[name]
+        assert type(storage) is HerStorage and storage.reward_fn is None  # pickled without functions
+        assert vars(storage).keys() == vars(reference).keys()
+        storage.set_functions(reference.reward_fn, reference.terminated_fn)
+        assert_same_storage(storage, reference)
+        if name == "three_envs":  # what the recording is for: a grown episode table, a damaged episode
+            assert storage._episodes.slots == 32 and storage._episodes.damaged.tolist() == [
+                False,
+                False,
+                True,
+            ]
+        _, lengths, n_steps = legacy.STORAGES[name]
+        for args in legacy.encoded_steps(storage.n_envs, 45, lengths, start=n_steps):
+            storage.add(*args)
+            reference.add(*args)
+        assert_same_storage(storage, reference)
+
+
+def test_functions_given_later_and_pickled_only_when_asked():
+    storage = HerStorage(100, SPACE, ACTION_SPACE, None, recompute_terminated=True, seed=0)
     fill(storage, 20)
-    state = pickle.loads(pickle.dumps(storage)).__getstate__()
-    state["_rows"] = state.pop("_ring")[:12].copy()  # as pickled before the ring had the copy
-    old = HerStorage.__new__(HerStorage)
-    old.__setstate__(state)
-    storage.rng, old.rng = np.random.default_rng(1), np.random.default_rng(1)
-    a, b = storage.sample(500), old.sample(500)
-    for key in ("observations", "next_observations"):
-        for name in a[key]:
-            np.testing.assert_array_equal(a[key][name], b[key][name])
-    np.testing.assert_array_equal(a["rewards"], b["rewards"])
+    with pytest.raises(RuntimeError, match="set_functions"):
+        storage.sample(8)
+    with pytest.raises(ValueError, match="recompute_terminated=True needs terminated_fn"):
+        storage.set_functions(reward_fn)
+    with pytest.raises(TypeError, match="terminated_fn must be callable"):
+        storage.set_functions(reward_fn, "compute_terminated")
+    storage.set_functions(reward_fn, terminated_fn)
+    assert storage.sample(8)["relabelled"].sum() == 6
+    assert storage.pickle_functions
+    assert pickle.loads(pickle.dumps(storage)).reward_fn is reward_fn
+    storage.pickle_functions = False
+    clone = pickle.loads(pickle.dumps(storage))
+    assert clone.reward_fn is None and clone.terminated_fn is None and not clone.pickle_functions
+    assert storage.reward_fn is reward_fn and storage.terminated_fn is terminated_fn
+    built = make_storage(pickle_functions=False)
+    assert pickle.loads(pickle.dumps(built)).reward_fn is None
+    storage.terminated_fn = None  # set by hand: sampling says what is missing
+    with pytest.raises(RuntimeError, match="no terminated_fn"):
+        storage.sample(8)
+
+
+def test_current_episodes_are_read_only_and_count_staged_steps():
+    storage = make_storage(n_envs=2, capacity=40, flush_every=64)
+    fill(storage, 23)  # 5-step episodes: 3 steps into the fifth, still staged
+    lengths = storage.current_episode_lengths
+    np.testing.assert_array_equal(lengths, [3, 3])
+    np.testing.assert_array_equal(storage.current_episode_starts, [0, 0])
+    with pytest.raises(ValueError, match="read-only"):
+        lengths[0] = 0
+    assert storage.end_episodes().tolist() == [0, 1]
+    np.testing.assert_array_equal(storage.current_episode_lengths, [0, 0])
 
 
 def test_reset_forgets_everything():

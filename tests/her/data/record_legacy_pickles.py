@@ -5,9 +5,10 @@ The files committed here were written by the code of the commit before the stora
 flat ``__dict__``); ``examples/her_ddpg.py`` checkpoints and stable-baselines3's
 ``save_replay_buffer`` files of that time are pickles of the same kind. The tests load them with
 today's code and compare the result with the same storages built and fed here by today's code.
-Run from the repository root (only to record again, with the code whose pickles must keep loading)::
+The tests import this module for the feeds; run it only to record again, from the repository root,
+with the code whose pickles must keep loading (recording with today's code would test nothing old)::
 
-    python tests/her/data/record_legacy_pickles.py
+    python tests/her/data/record_legacy_pickles.py --overwrite
 
 It writes ``tests/her/data/storage_v1.pkl`` (a dict of two ``HerStorage``) and
 ``tests/her/data/sb3_buffer_v1.pkl`` (a ``HerReplayBuffer``, without its env, as stable-baselines3
@@ -17,6 +18,7 @@ saves it).
 from __future__ import annotations
 
 import pickle
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +145,8 @@ def build_buffer() -> Any:
 
 
 def main() -> None:
+    if "--overwrite" not in sys.argv[1:]:
+        sys.exit("refusing to replace the recorded pickles without --overwrite (see the docstring)")
     storages = build_storages()
     for storage in storages.values():
         storage.reward_fn = storage.terminated_fn = None  # as examples/her_ddpg.py saves: no functions
