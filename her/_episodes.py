@@ -110,6 +110,7 @@ class Episodes:
 
     @property
     def nbytes(self) -> int:
+        """Bytes of all its arrays."""
         arrays = [self.finals, self.starts, self.start, self.length, *self.pending.values()]
         arrays += [self.current, self.current_len, self.oldest, self.valid, self.damaged]
         return int(sum(a.nbytes for a in arrays))

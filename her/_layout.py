@@ -146,9 +146,13 @@ class RecordLayout:
             ``"next"``, and ``"next_bytes"``: the same bytes as ``"next"``, opaque, for overwriting
             them with an episode's final observation).
         goal_view: the dtype to view gathered achieved-goal bytes as arrays ``(B, *goal_shape)``.
+        record_bytes, obs_bytes, pair_bytes, goal_bytes: the opaque (void) dtypes of a record, of its
+            ``next_record`` part, of a ``pair_record``, and of its achieved goal (at ``goal_offset``).
     """
 
-    def __init__(self, obs_specs: Mapping[str, FieldSpec], action_shape: tuple[int, ...], action_dtype: Any):
+    def __init__(
+        self, obs_specs: Mapping[str, FieldSpec], action_shape: tuple[int, ...], action_dtype: Any
+    ) -> None:
         self.obs_specs = dict(obs_specs)
         self.action_shape = tuple(action_shape)
         self.action_dtype = np.dtype(action_dtype)

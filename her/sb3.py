@@ -148,6 +148,11 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         if seed is None:
             # Algorithms seed NumPy's global state before building the buffer: derive ours from it once.
             seed = int(np.random.randint(0, 2**31 - 1))  # noqa: NPY002  (read once, on purpose)
+        # Functions resolved from the env are resolved again by set_env after loading: pickle only
+        # functions given explicitly, so that the env never travels with the buffer.
+        explicit_functions = compute_reward is not None and (
+            not recompute_terminated or compute_terminated is not None
+        )
         self._storage = HerStorage(
             buffer_size,
             fields,
@@ -160,10 +165,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             recompute_terminated=recompute_terminated,
             seed=seed,
             borrow_arrays=True,
-            # Functions resolved from the env are resolved again by set_env after loading: pickle
-            # only functions given explicitly, so that the env never travels with the buffer.
-            pickle_functions=compute_reward is not None
-            and (not recompute_terminated or compute_terminated is not None),
+            pickle_functions=explicit_functions,
         )
         # stable-baselines3's enum, as its own buffer has (the storage holds her's).
         self.goal_selection_strategy = _SB3Strategy[self._storage.goal_selection_strategy.name]
