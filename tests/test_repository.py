@@ -47,7 +47,7 @@ def test_plain_pytest_collects_the_modules_that_import_tests_conftest() -> None:
     script = Path(sys.executable).with_name("pytest")
     if not script.exists():
         pytest.skip(f"no pytest script next to {sys.executable}")
-    modules = ["tests/test_registry.py", "tests/check/test_check.py", "tests/test_wrappers.py"]
+    modules = ["tests/test_registry.py", "tests/check/test_check.py", "tests/wrappers/test_wrappers.py"]
     result = subprocess.run(
         [str(script), "--collect-only", "-q", "-p", "no:cacheprovider", *modules],
         cwd=ROOT,
