@@ -15,7 +15,7 @@ gym.register_envs(goalenvs)
 if importlib.util.find_spec("mujoco") is not None:
     # goalenvs chooses MuJoCo's offscreen backend (EGL without a display) when it first imports
     # mujoco; a test module importing mujoco before that would leave rendering on GLFW, which fails.
-    import goalenvs.envs.fetch  # noqa: F401
+    import goalenvs.envs.fetch
 
 
 def _has(module: str) -> bool:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
 
-import goalenvs  # noqa: F401  (registers the ids)
+import goalenvs  # registers the ids
 import goalenvs.core
 from goalenvs.envs.bitflip import BitFlipEnv, BitFlipTask, BitFlipVectorEnv, random_bits
 

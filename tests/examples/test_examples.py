@@ -14,7 +14,7 @@ pytest.importorskip("sb3_contrib")
 pytest.importorskip("matplotlib")
 pytest.importorskip("imageio")
 pytest.importorskip("yaml")
-import torch  # noqa: E402
+import torch
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))  # train.py and enjoy.py import each other as scripts do
@@ -37,7 +37,7 @@ def _mujoco_renders() -> bool:
 
     try:
         gym.make("goalenvs/FetchReach-v0", render_mode="rgb_array").render()
-    except Exception:  # noqa: BLE001  (any GL failure: no library, no device)
+    except Exception:  # any GL failure: no library, no device
         return False
     return True
 

@@ -24,8 +24,8 @@ pytest.importorskip("sb3_contrib")
 pytest.importorskip("matplotlib")
 pytest.importorskip("imageio")
 pytest.importorskip("yaml")
-import torch  # noqa: E402
-from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm  # noqa: E402
+import torch
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(

@@ -6,13 +6,13 @@ import pytest
 
 pytest.importorskip("stable_baselines3", reason="the sb3 extra (stable-baselines3) is not installed")
 
-import gymnasium as gym  # noqa: E402
-import torch  # noqa: E402
-from stable_baselines3 import DQN  # noqa: E402
-from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
+import gymnasium as gym
+import torch
+from stable_baselines3 import DQN
+from stable_baselines3.common.env_util import make_vec_env
 
-import goalenvs  # noqa: E402,F401  (registers goalenvs/BitFlip-v0)
-from her import HerReplayBuffer  # noqa: E402
+import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
+from her import HerReplayBuffer
 
 N_BITS = 8
 

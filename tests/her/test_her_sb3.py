@@ -15,18 +15,18 @@ from gymnasium import spaces
 
 pytest.importorskip("stable_baselines3", reason="the sb3 extra (stable-baselines3) is not installed")
 
-import torch  # noqa: E402
-from scipy.stats import chi2_contingency  # noqa: E402
-from stable_baselines3 import DDPG, DQN, SAC, TD3  # noqa: E402
-from stable_baselines3 import HerReplayBuffer as SB3HerReplayBuffer  # noqa: E402
-from stable_baselines3.common.env_util import make_vec_env  # noqa: E402
-from stable_baselines3.common.envs import BitFlippingEnv  # noqa: E402
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv  # noqa: E402
+import torch
+from scipy.stats import chi2_contingency
+from stable_baselines3 import DDPG, DQN, SAC, TD3
+from stable_baselines3 import HerReplayBuffer as SB3HerReplayBuffer
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.envs import BitFlippingEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-import goalenvs  # noqa: E402,F401  (registers goalenvs/BitFlip-v0)
-from her import GoalSelectionStrategy, HerReplayBuffer  # noqa: E402
-from her.sb3 import _EnvMethod  # noqa: E402
-from tests.her.data import record_legacy_pickles as legacy  # noqa: E402
+import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
+from her import GoalSelectionStrategy, HerReplayBuffer
+from her.sb3 import _EnvMethod
+from tests.her.data import record_legacy_pickles as legacy
 
 BITFLIP = "goalenvs:goalenvs/BitFlip-v0"  # the module prefix lets worker processes register it too
 

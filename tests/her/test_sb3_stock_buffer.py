@@ -14,11 +14,11 @@ import pytest
 
 pytest.importorskip("stable_baselines3", reason="the sb3 extra (stable-baselines3) is not installed")
 
-from stable_baselines3 import DQN, SAC  # noqa: E402
-from stable_baselines3 import HerReplayBuffer as SB3HerReplayBuffer  # noqa: E402
+from stable_baselines3 import DQN, SAC
+from stable_baselines3 import HerReplayBuffer as SB3HerReplayBuffer
 
-import goalenvs.core  # noqa: E402
-from tests.conftest import make_params  # noqa: E402
+import goalenvs.core
+from tests.conftest import make_params
 
 # Short episodes, so that complete ones (the only ones HER samples) fill the buffer within 300 steps.
 ENV_KWARGS = {"goalenvs/BitFlip-v0": {"n_bits": 6}, "goalenvs/Parking-v0": {"duration": 8}}
