@@ -56,11 +56,9 @@ def env_seeds(seed: Any, num_envs: int) -> np.ndarray | None:
     if seed is None:
         return None
     if isinstance(seed, (list, tuple, np.ndarray)):
-        if len(seed) != num_envs or any(
-            isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0 for s in seed
-        ):
+        if len(seed) != num_envs:
             raise ValueError(f"seed as a list must hold {num_envs} ints >= 0, got {seed!r}")
-        return np.array([int(s) for s in seed], dtype=np.int64)
+        return np.array([check_int(f"seed[{i}]", s, 0) for i, s in enumerate(seed)], dtype=np.int64)
     first = check_int("seed", seed, 0)
     return first + np.arange(num_envs, dtype=np.int64)
 
