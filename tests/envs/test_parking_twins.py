@@ -171,3 +171,24 @@ def test_float_array_shortcut_is_asarray():
     for x in (rng.normal(size=(4, 6)), rng.normal(size=6).astype(np.float32), [0.5, 1, 2], 3):
         fast, general = _float_array(x), np.asarray(x, dtype=np.float64)
         assert (fast.dtype, fast.shape, _bits(fast)) == (general.dtype, general.shape, _bits(general))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=str)
+def test_candidate_pairs_sliced_from_tiles_are_the_gathers(config):
+    """The broad phase's obstacle columns and the pairs' shapes are slices of arrays tiled once; they
+    must be what np.tile and a gather by column give (and the obstacles' rows what a gather gives)."""
+    rng = np.random.default_rng(7)
+    batch = _random_batch(config, 64, rng)
+    if not batch.k:
+        assert batch._broad_phase(np.abs(batch.speed)) is None
+        return
+    pairs = batch._broad_phase(np.abs(batch.speed))
+    assert pairs is not None
+    lot, k = pairs
+    m = lot.size // batch.k
+    assert _bits(k) == _bits(np.tile(np.arange(batch.k), m))
+    _, _, obst_xy, vectors, shape = batch._pair_data(pairs)
+    assert _bits(shape) == _bits(batch._obst_shape[:, k])
+    assert _bits(obst_xy) == _bits(np.array([batch.obst_x[lot, k], batch.obst_y[lot, k]]))
+    cos_o, sin_o = batch.obst_cos[lot, k], batch.obst_sin[lot, k]
+    assert _bits(vectors[:, 3:]) == _bits(np.array([[cos_o, -sin_o], [sin_o, cos_o]]))

@@ -73,7 +73,8 @@ def draw_scenes(
     n = len(rngs)
     if ego_pose is None:
         ego_pose = np.zeros((n, 3))
-        ego_pose[:, 2] = 2.0 * np.pi * np.array([rng.random() for rng in rngs])  # = uniform(), cheaper
+        # highway-env draws np_random.uniform(): the same number as random(), with less argument handling.
+        ego_pose[:, 2] = 2.0 * np.pi * np.array([rng.random() for rng in rngs])
         ego_spot = closest_spot_at_origin_fast(ego_pose[:, 2])
     else:
         ego_spot = closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])

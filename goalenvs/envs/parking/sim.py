@@ -80,7 +80,12 @@ class ParkingBatch:
         self._inner_edges = np.array(
             [[LOT_WIDTH / 2 - WALL_THICKNESS / 2], [LOT_HEIGHT / 2 - WALL_THICKNESS / 2]]
         )
-        self._obst_columns = np.arange(self.k)
+        # The obstacle column of each candidate pair when m lots are near: the first m * k entries (a
+        # view, where np.tile would build them each step).
+        self._pair_columns = np.tile(np.arange(self.k), n)
+        self._pair_columns.flags.writeable = False
+        self._pair_shape = np.tile(self._obst_shape, (1, n))  # likewise for _obst_shape[:, columns]
+        self._pair_shape.flags.writeable = False
         f = c.frames
         # The largest speed change over one action, used to bound how far the car can travel in it.
         self._max_speed_gain = f * c.acceleration_range * self.dt
@@ -103,13 +108,20 @@ class ParkingBatch:
         self.time = np.zeros(n)
         self.goal = np.zeros((n, 3))
         self.parked_spots = np.zeros((n, v), dtype=np.intp)
-        # Obstacle poses (n, k); the parked cars' columns are filled at reset.
-        self.obst_x, self.obst_y, self.obst_heading = (
-            np.concatenate([np.zeros((n, v)), np.broadcast_to(walls[:, col], (n, len(walls)))], axis=1)
-            for col in range(3)
+        # Obstacle poses (n, k); the parked cars' columns are filled at reset. x, y and the heading's
+        # cos and sin are rows of one array, so the candidate pairs gather them in one call (the
+        # attributes are views: update them in place).
+        self.obst_heading = np.concatenate(
+            [np.zeros((n, v)), np.broadcast_to(walls[:, 2], (n, len(walls)))], axis=1
         )
-        self.obst_cos = np.cos(self.obst_heading)
-        self.obst_sin = np.sin(self.obst_heading)
+        self._obst = np.empty((4, n, self.k))
+        self.obst_x, self.obst_y, self.obst_cos, self.obst_sin = self._obst
+        for row, col in enumerate((0, 1)):
+            self._obst[row] = np.concatenate(
+                [np.zeros((n, v)), np.broadcast_to(walls[:, col], (n, len(walls)))], axis=1
+            )
+        np.cos(self.obst_heading, out=self.obst_cos)
+        np.sin(self.obst_heading, out=self.obst_sin)
         self.obst_impact = np.zeros((n, self.k, 2))
         self._any_obst_impact = False
         self._any_impact = False  # whether has_impact has any True (saves a reduction per step)
@@ -122,15 +134,16 @@ class ParkingBatch:
         # Lot 0's obstacles as Python floats for the one-car broad phase; None when stale.
         self._obstacle_rows: list[tuple[float, ...]] | None = None
 
-    _EGO_VIEWS = ("x", "y", "heading", "speed")
+    _VIEWS = ("x", "y", "heading", "speed", "obst_x", "obst_y", "obst_cos", "obst_sin")
 
     def __getstate__(self) -> dict[str, Any]:
-        # Pickle and deepcopy would turn the views into arrays of their own: keep the base only.
-        return {key: value for key, value in self.__dict__.items() if key not in self._EGO_VIEWS}
+        # Pickle and deepcopy would turn the views into arrays of their own: keep the bases only.
+        return {key: value for key, value in self.__dict__.items() if key not in self._VIEWS}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.x, self.y, self.heading, self.speed = self._ego
+        self.obst_x, self.obst_y, self.obst_cos, self.obst_sin = self._obst
 
     # ---- reset -----------------------------------------------------------------------------------
 
@@ -416,7 +429,7 @@ class ParkingBatch:
         if not lots.size:
             return None
         # (lot, obstacle) in row-major order, as np.nonzero of a (lot, obstacle) mask gives them.
-        return np.repeat(lots, self.k), np.tile(self._obst_columns, lots.size)
+        return np.repeat(lots, self.k), self._pair_columns[: lots.size * self.k]
 
     def _near_obstacles(self, reach: np.ndarray) -> np.ndarray:
         """Lots ``(n,)`` whose disc of radius ``reach`` comes within reach of an obstacle, tested on each
@@ -435,21 +448,21 @@ class ParkingBatch:
         return np.logical_or.reduce(np.abs(self._ego[:2]) + reach >= self._inner_edges, axis=0)
 
     def _pair_data(self, pairs: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, ...] | None:
-        """The obstacle side of the candidate pairs, gathered once per action (obstacles only move
-        when pushed, and then this is rebuilt): ``lot``, ``k``, the obstacles' ``(x, y)`` rows, the
+        """The obstacle side of the candidate pairs (as :meth:`_broad_phase` gives them: every obstacle
+        of each lot kept, in column order), gathered once per action (obstacles only move when pushed,
+        and then this is rebuilt): ``lot``, ``k``, the obstacles' ``(x, y)`` rows, the
         separating-axis vectors block with the obstacles' directions filled in (see
         :func:`~goalenvs.envs.parking.collision.sat_vectors`; the car's columns are written each
         step), and the rows ``[half length, half width, bounding radius of car and obstacle]``."""
         if pairs is None:
             return None
         lot, k = pairs
+        obst = self._obst[:, lot, k]  # x, y, cos, sin of each pair's obstacle
         vectors = np.empty((2, 5, len(lot)))
-        vectors[0, 3] = cos_o = self.obst_cos[lot, k]  # u = (cos, sin), u_perp = (-sin, cos)
-        vectors[1, 3] = sin_o = self.obst_sin[lot, k]
-        np.negative(sin_o, out=vectors[0, 4])
-        vectors[1, 4] = cos_o
-        obst_xy = np.array([self.obst_x[lot, k], self.obst_y[lot, k]])
-        return lot, k, obst_xy, vectors, self._obst_shape[:, k]
+        vectors[:, 3] = obst[2:]  # u = (cos, sin), u_perp = (-sin, cos)
+        np.negative(obst[3], out=vectors[0, 4])
+        vectors[1, 4] = obst[2]
+        return lot, k, obst[:2], vectors, self._pair_shape[:, : len(lot)]
 
     def _collide(self, pair_data: tuple[np.ndarray, ...]) -> bool:
         """highway-env's ``handle_collisions`` for the ego against the obstacles of the candidate pairs.
