@@ -157,7 +157,7 @@ class NativeVectorEnv(VectorEnv):
     def step(self, actions: Any) -> tuple[Obs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._seeded:
             raise gym.error.ResetNeeded("call reset() before step()")
-        restart = np.flatnonzero(self._autoreset)
+        restart = self._autoreset.nonzero()[0]
         self._advance(actions, restart)
         if restart.size:  # NEXT_STEP: the envs that ended last step start over and ignore their action
             self._restart(restart, None)
@@ -188,7 +188,8 @@ class NativeVectorEnv(VectorEnv):
 
     def _masked(self, info: dict[str, Any]) -> dict[str, Any]:
         """``info`` with Gymnasium's ``"_" + key`` mask (every env) for each key."""
-        every = np.ones(self.num_envs, dtype=bool)
+        every = np.empty(self.num_envs, dtype=bool)
+        every.fill(True)
         for key in [key for key in info if not key.startswith("_")]:
             info["_" + key] = every
         return info
