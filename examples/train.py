@@ -70,10 +70,10 @@ from checkpointing import (  # examples/checkpointing.py (examples/ is on sys.pa
 )
 from evaluation import EvalSuccess, plot_curve  # examples/evaluation.py
 from gymnasium import spaces
+from native_vec_env import make_training_envs  # examples/native_vec_env.py
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
-from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecNormalize
@@ -173,7 +173,10 @@ def build_parser() -> ArgumentParser:
     )
     parser.add_argument("--seed", type=integer(0), help="default 0")
     parser.add_argument(
-        "--n-envs", type=integer(1), help="parallel envs (DummyVecEnv); default from the file, else 1"
+        "--n-envs",
+        type=integer(1),
+        help="parallel envs (DummyVecEnv; Fetch: its native vector env, physics "
+        "in threads); default from the file, else 1",
     )
     parser.add_argument("--strategy", choices=["future", "final", "episode"], help="HER goal selection")
     parser.add_argument("--n-sampled-goal", type=integer(0), help="HER relabelled goals per real one (k)")
@@ -399,7 +402,7 @@ def build_model(run: dict[str, Any], device: str) -> BaseAlgorithm:
         params.pop(key, None)
     her_kwargs = {**params.pop("replay_buffer_kwargs", {}), **run["her_overrides"]}
     params.pop("replay_buffer_class", None)  # always ours here
-    env = make_vec_env(run["env"], n_envs=run["n_envs"], seed=run["seed"], env_kwargs=run["env_kwargs"])
+    env = make_training_envs(run)
     if normalize:  # as the RL Zoo: True, or the keyword arguments of VecNormalize
         norm_kwargs = normalize if isinstance(normalize, dict) else {}
         env = VecNormalize(env, **{"gamma": params.get("gamma", 0.99), **norm_kwargs})

@@ -55,6 +55,7 @@ ENVS: tuple[EnvEntry, ...] = (
         EnvEntry(
             name=f"Fetch{title}{suffix}-v0",
             entry_point="goalenvs.envs.fetch:FetchEnv",
+            vector_entry_point="goalenvs.envs.fetch:FetchVectorEnv",
             description=f"{blurb} ({reward_type} reward; Gymnasium-Robotics' Fetch{title}-v4 on MuJoCo 3/4).",
             kwargs={"task": task, "reward_type": reward_type},
             # No max_episode_steps: the env truncates itself after `max_steps` (default 50) steps.

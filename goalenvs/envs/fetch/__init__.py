@@ -20,12 +20,14 @@ from goalenvs.envs.fetch.task import (
     goal_distance,
     mat2euler,
 )
+from goalenvs.envs.fetch.vector import FetchVectorEnv
 
 __all__ = [
     "REWARD_TYPES",
     "TASKS",
     "FetchEnv",
     "FetchTask",
+    "FetchVectorEnv",
     "fetch_assets_dir",
     "fetch_reward",
     "fetch_success",
