@@ -77,7 +77,9 @@ class NativeVectorEnv(VectorEnv):
     * ``_observe()``: the batch observation, a dict of arrays with a leading ``num_envs`` axis;
     * ``_info(obs)``: the batch info as arrays of shape ``(num_envs, ...)`` (no masks);
     * ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``, and optionally a faster
-      ``_evaluate(obs, info)`` that returns the same three arrays from shared intermediate results.
+      ``_evaluate(obs, info)`` that returns the same three arrays from shared intermediate results;
+    * optionally ``_masked(info)``, where not every env reports every key (Fetch: an env that has
+      just started an episode reports no step info, as its single env's ``reset`` does).
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -187,7 +189,7 @@ class NativeVectorEnv(VectorEnv):
         return obs, reward, terminated, truncated, info
 
     def _masked(self, info: dict[str, Any]) -> dict[str, Any]:
-        """``info`` with Gymnasium's ``"_" + key`` mask (every env) for each key."""
+        """``info`` with Gymnasium's ``"_" + key`` mask for each key: by default every env reports every key."""
         every = np.empty(self.num_envs, dtype=bool)
         every.fill(True)
         for key in [key for key in info if not key.startswith("_")]:

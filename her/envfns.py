@@ -81,7 +81,14 @@ def _remote_spec(env: Any) -> tuple[Any, str]:
     return spec, ""
 
 
-_VECTOR_ONLY_KWARGS = ("num_envs", "vectorization_mode", "vector_kwargs", "wrappers")
+_VECTOR_ONLY_KWARGS = (
+    "num_envs",
+    "vectorization_mode",
+    "vector_kwargs",
+    "wrappers",
+    "autoreset_mode",
+    "num_threads",
+)
 
 
 def _env_from_spec(spec: Any) -> tuple[Any, str]:
