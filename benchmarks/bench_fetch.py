@@ -57,7 +57,7 @@ def _gymnasium_robotics_env(title: str) -> tuple[gym.Env | None, str]:
         return env, f"gymnasium-robotics {gymnasium_robotics.__version__}"
     except ImportError as exc:
         return None, f"gymnasium-robotics v4: n/a (not importable: {exc})"
-    except Exception as exc:  # noqa: BLE001  (any failure to run is reported, not raised)
+    except Exception as exc:  # any failure to run is reported, not raised
         where = ""
         tb = exc.__traceback__
         while tb is not None:

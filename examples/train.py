@@ -450,7 +450,7 @@ def start(
         if run["save_freq"] or args.stop_at:  # fail now, not at the first checkpoint
             try:
                 cloudpickle.dumps(model.get_env())
-            except Exception as exc:  # noqa: BLE001  (whatever pickling raises)
+            except Exception as exc:  # whatever pickling raises
                 parser.error(f"argument --save-freq: checkpoints pickle the training envs, and {run['env']} "
                              f"does not pickle ({type(exc).__name__}: {exc}); train without checkpoints")  # fmt: skip
     run.update(device_arg=device, device=str(model.device), threads=threads, status="running")

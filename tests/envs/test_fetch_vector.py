@@ -23,10 +23,10 @@ if __import__("importlib").util.find_spec("gymnasium_robotics") is None:
         allow_module_level=True,
     )
 
-import goalenvs  # noqa: E402
-from goalenvs import check_goal_env  # noqa: E402
-from goalenvs._util import env_info  # noqa: E402
-from goalenvs.envs.fetch import FetchEnv, FetchVectorEnv  # noqa: E402
+import goalenvs
+from goalenvs import check_goal_env
+from goalenvs._util import env_info
+from goalenvs.envs.fetch import FetchEnv, FetchVectorEnv
 
 FETCH_IDS = [e.id for e in goalenvs.ENVS if e.name.startswith("Fetch")]
 N_ENVS = 3  # with 2 threads: chunks of 2 and 1 envs

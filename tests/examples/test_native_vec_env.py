@@ -14,12 +14,12 @@ pytest.importorskip("stable_baselines3")
 pytest.importorskip("goalenvs.envs.fetch", reason="the Fetch tasks need mujoco (pip install goalenvs[fetch])")
 if __import__("importlib").util.find_spec("gymnasium_robotics") is None:
     pytest.skip("the Fetch tasks use gymnasium-robotics' assets", allow_module_level=True)
-from stable_baselines3.common.monitor import Monitor  # noqa: E402
-from stable_baselines3.common.vec_env import DummyVecEnv  # noqa: E402
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))  # as the scripts import it
 
-import native_vec_env  # noqa: E402
+import native_vec_env
 
 RUN = {"env": "goalenvs/FetchPickAndPlaceDense-v0", "n_envs": 3, "env_kwargs": {"max_steps": 4}, "seed": 7}
 

@@ -32,7 +32,7 @@ if "MUJOCO_GL" not in os.environ and not (os.environ.get("DISPLAY") or os.enviro
     os.environ["MUJOCO_GL"] = "egl"
 
 try:
-    import mujoco  # noqa: E402  (must follow the MUJOCO_GL default above)
+    import mujoco  # after the MUJOCO_GL default above
 except ModuleNotFoundError as _missing:
     if _missing.name != "mujoco":
         raise
