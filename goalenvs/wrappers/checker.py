@@ -31,7 +31,7 @@ class GoalContractChecker(gym.Wrapper):
     """Warn once per kind of breach if the first ``n_steps`` steps break the GoalEnv contract.
 
     Passes everything through unchanged. ``gym.make`` puts it directly around every goalenvs env
-    unless ``disable_env_checker=True`` (see ``goalenvs.registration``).
+    unless ``gym.make(id, check_goal_contract=False)`` (see ``goalenvs.registration.make_env``).
 
     Args:
         env: the env to watch.
@@ -50,8 +50,8 @@ class GoalContractChecker(gym.Wrapper):
     def spec(self) -> Any:  # type: ignore[override]  # gymnasium.Env declares spec an attribute
         """The wrapped env's spec: like Gymnasium's PassiveEnvChecker, the checker is not a recorded wrapper.
 
-        ``gym.make`` adds it from the spec's ``disable_env_checker`` flag, which PassiveEnvChecker (its
-        neighbour whenever the checks are on) sets back to False.
+        The entry point adds it (``check_goal_contract``, kept in the spec's kwargs), so remaking an
+        env from its spec adds it again.
         """
         return self.env.spec
 
