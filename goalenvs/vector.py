@@ -12,7 +12,7 @@ Gymnasium's vector API asks around that, and it lives here, once:
   truncated False) or ``SAME_STEP`` (the ended env restarts within the step; its last observation
   and info are in ``info["final_obs"]`` / ``info["final_info"]``, valid where ``info["_final_obs"]``).
 * **infos**: a dict of arrays with Gymnasium's ``"_" + key`` masks (every env reports every key).
-* **the contract**: reward, terminated and truncated come from the family's ``_evaluate``, which by
+* **the contract**: reward, terminated and truncated come from the family's ``_score``, which by
   default calls the env's own ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``.
 
 A family subclasses :class:`NativeVectorEnv`, calls :meth:`NativeVectorEnv._init_vector` in its
@@ -23,6 +23,7 @@ A family subclasses :class:`NativeVectorEnv`, calls :meth:`NativeVectorEnv._init
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
 
@@ -63,7 +64,7 @@ def env_seeds(seed: Any, num_envs: int) -> np.ndarray | None:
     return first + np.arange(num_envs, dtype=np.int64)
 
 
-class NativeVectorEnv(VectorEnv):
+class NativeVectorEnv(VectorEnv, ABC):
     """N envs of one task stepped as arrays, with Gymnasium's vector API around them.
 
     Subclasses supply:
@@ -77,7 +78,7 @@ class NativeVectorEnv(VectorEnv):
     * ``_observe()``: the batch observation, a dict of arrays with a leading ``num_envs`` axis;
     * ``_info(obs)``: the batch info as arrays of shape ``(num_envs, ...)`` (no masks);
     * ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``, and optionally a faster
-      ``_evaluate(obs, info)`` that returns the same three arrays from shared intermediate results;
+      ``_score(obs)`` that returns the info and the same three arrays from shared intermediate results;
     * optionally ``_masked(info)``, where not every env reports every key (Fetch: an env that has
       just started an episode reports no step info, as its single env's ``reset`` does).
     """
@@ -113,25 +114,27 @@ class NativeVectorEnv(VectorEnv):
 
     # ---- what a family supplies --------------------------------------------------------------------
 
-    def _seed(self, seeds: np.ndarray, envs: np.ndarray) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _seed(self, seeds: np.ndarray, envs: np.ndarray) -> None: ...
 
-    def _restart(self, envs: np.ndarray, options: dict[str, Any] | None) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _restart(self, envs: np.ndarray, options: dict[str, Any] | None) -> None: ...
 
-    def _advance(self, actions: Any, skip: np.ndarray) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def _advance(self, actions: Any, skip: np.ndarray) -> None: ...
 
-    def _observe(self) -> Obs:
-        raise NotImplementedError
+    @abstractmethod
+    def _observe(self) -> Obs: ...
 
-    def _info(self, obs: Obs) -> dict[str, np.ndarray]:
-        raise NotImplementedError
+    @abstractmethod
+    def _info(self, obs: Obs) -> dict[str, np.ndarray]: ...
 
-    def _evaluate(self, obs: Obs, info: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Reward, terminated and truncated of a step: the env's own ``compute_*`` functions."""
+    def _score(self, obs: Obs) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray]:
+        """A step's info, reward, terminated and truncated: ``_info`` and the env's own ``compute_*``."""
+        info = self._info(obs)
         ag, dg = obs["achieved_goal"], obs["desired_goal"]
         return (
+            info,
             np.asarray(self.compute_reward(ag, dg, info)),
             np.asarray(self.compute_terminated(ag, dg, info)),
             np.asarray(self.compute_truncated(ag, dg, info)),
@@ -164,8 +167,7 @@ class NativeVectorEnv(VectorEnv):
         if restart.size:  # NEXT_STEP: the envs that ended last step start over and ignore their action
             self._restart(restart, None)
         obs = self._observe()
-        info: dict[str, Any] = self._info(obs)
-        reward, terminated, truncated = self._evaluate(obs, info)
+        info, reward, terminated, truncated = self._score(obs)
         if restart.size:
             reward[restart], terminated[restart], truncated[restart] = 0, False, False
         done = terminated | truncated

@@ -605,13 +605,15 @@ class BitFlipVectorEnv(_BitFlipGoalFunctions, NativeVectorEnv):
             "elapsed_steps": self._steps.copy(),
         }
 
-    def _evaluate(
-        self, obs: dict[str, np.ndarray], info: dict[str, Any]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _score(
+        self, obs: dict[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
         # compute_terminated is is_success, already in the info; the reward and the time limit follow
         # from it and from the step counts through the task functions compute_reward / _truncated use.
+        info = self._info(obs)
         terminated = info["is_success"].copy()
-        return self.task.reward_of(terminated), terminated, self.task.truncated_at(info["elapsed_steps"])
+        reward = self.task.reward_of(terminated)
+        return info, reward, terminated, self.task.truncated_at(info["elapsed_steps"])
 
     def render(self) -> tuple[Any, ...] | None:
         if self.render_mode == "rgb_array":

@@ -413,8 +413,6 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
         self._weights = self.config.reward_weights
         # Lot i's generator: the one a single env seeded with lot i's seed draws from.
         self._rngs: list[Any] = [None] * self.num_envs
-        # The last observation's achieved goal and goal term, from _info to _evaluate (see there).
-        self._goal_term: tuple[np.ndarray, np.ndarray] | None = None
         self._background: np.ndarray | None = None
 
     # ---- the family's part of NativeVectorEnv ------------------------------------------------------
@@ -441,11 +439,11 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
         return self._batch.observe()
 
     def _info(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        return self._info_for(goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights))
+
+    def _info_for(self, goal: np.ndarray) -> dict[str, np.ndarray]:
+        """The batch info, given the goal term of the current observation."""
         b = self._batch
-        goal = goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights)
-        # Kept for _evaluate, which the base calls next on the same observation: the goal term is the
-        # costliest formula, and success and the reward share it.
-        self._goal_term = (obs["achieved_goal"], goal)
         return {
             "speed": b.speed.copy(),
             "crashed": b.crashed.copy(),
@@ -453,18 +451,15 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
             "time": b.time.copy(),
         }
 
-    def _evaluate(
-        self, obs: dict[str, np.ndarray], info: dict[str, Any]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        # The compute_* formulas on (obs, info), with the goal term _info computed for this observation.
-        achieved_goal = obs["achieved_goal"]
-        if self._goal_term is not None and self._goal_term[0] is achieved_goal:
-            goal = self._goal_term[1]
-        else:
-            goal = goal_reward(achieved_goal, obs["desired_goal"], self._weights)
-        self._goal_term = None
-        c = self.config
+    def _score(
+        self, obs: dict[str, np.ndarray]
+    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+        # The compute_* formulas on (obs, info), the goal term (the costliest of them, shared by
+        # success and the reward) computed once.
+        goal = goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights)
+        info, c = self._info_for(goal), self.config
         return (
+            info,
             _reward(goal, info["crashed"], c.collision_reward),
             _terminated(info["is_success"], info["crashed"]),
             _truncated(info["time"], c.duration),
