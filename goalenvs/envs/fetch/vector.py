@@ -12,7 +12,6 @@ bit, whatever the number of threads.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -25,7 +24,7 @@ from goalenvs._util import check_int, check_render_mode
 from goalenvs.envs.fetch.assets import make_renderer
 from goalenvs.envs.fetch.env import ENV_DOC, FetchGoalFunctions, fetch_spaces
 from goalenvs.envs.fetch.sim import FetchSim, FetchViews
-from goalenvs.envs.fetch.task import DEFAULT_SIZE, POS_ACTION_SCALE, fetch_settings, fetch_success
+from goalenvs.envs.fetch.task import POS_ACTION_SCALE, fetch_settings, fetch_success
 from goalenvs.vector import NativeVectorEnv
 
 __all__ = ["FetchVectorEnv"]
@@ -75,41 +74,17 @@ class FetchVectorEnv(FetchGoalFunctions, NativeVectorEnv):
         task: str = "reach",
         reward_type: str = "sparse",
         *,
-        distance_threshold: float | None = None,
-        target_in_the_air: bool | None = None,
-        target_offset: float | Any | None = None,
-        obj_range: float | None = None,
-        target_range: float | None = None,
-        gripper_extra_height: float | None = None,
-        block_gripper: bool | None = None,
-        n_substeps: int | None = None,
-        initial_qpos: Mapping[str, Any] | None = None,
-        max_steps: int | None = 50,
         render_mode: str | None = None,
-        width: int = DEFAULT_SIZE,
-        height: int = DEFAULT_SIZE,
         num_threads: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        **kwargs: Any,
     ) -> None:
+        """``kwargs``: any other keyword argument of :class:`FetchEnv` (``distance_threshold``,
+        ``max_steps``, ``width``, ...), validated by the same :func:`fetch_settings`, for every env."""
         n = check_int("num_envs", num_envs, 1)
         threads = (os.cpu_count() or 1) if num_threads is None else check_int("num_threads", num_threads, 1)
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
-        settings = fetch_settings(
-            task,
-            reward_type,
-            distance_threshold=distance_threshold,
-            target_in_the_air=target_in_the_air,
-            target_offset=target_offset,
-            obj_range=obj_range,
-            target_range=target_range,
-            gripper_extra_height=gripper_extra_height,
-            block_gripper=block_gripper,
-            n_substeps=n_substeps,
-            initial_qpos=initial_qpos,
-            max_steps=max_steps,
-            width=width,
-            height=height,
-        )
+        settings = fetch_settings(task, reward_type, **kwargs)
         self._sim = sim = FetchSim(settings)
         self._apply_settings(settings, sim)
         observation_space, action_space = fetch_spaces(sim)
