@@ -9,20 +9,12 @@ import platform
 import sys
 from pathlib import Path
 
-from benchmarks.common import Row
+from benchmarks.common import Row, print_table
 
 
 def _modules() -> list[str]:
     here = Path(__file__).parent
     return sorted(m.name for m in pkgutil.iter_modules([str(here)]) if m.name.startswith("bench_"))
-
-
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x >= 100:
-        return f"{x:,.0f}"
-    return f"{x:.3g}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,15 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"running {name} ...", file=sys.stderr, flush=True)
         rows.extend(module.run(quick=args.quick))
     print(f"# {platform.processor() or platform.machine()}, python {platform.python_version()}")
-    header = ("benchmark", "case", "unit", "ours", "peer", "peer value", "ours/peer (x better)")
-    table = [header] + [
-        (r.benchmark, r.case, r.unit, _fmt(r.ours), r.peer_name, _fmt(r.peer), _fmt(r.ratio)) for r in rows
-    ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for i, row in enumerate(table):
-        print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
-        if i == 0:
-            print("-+-".join("-" * w for w in widths))
+    print_table(rows)
     return 0
 
 

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
-from benchmarks.common import Row, interleaved_rates
+from benchmarks.common import Row, interleaved_rates, print_table
 
 ENV_ID = "goalenvs/FetchPush-v0"
 SIZES = (1, 4, 16, 64)
@@ -107,16 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if any(t < 1 for t in args.threads or ()) or any(n < 1 for n in args.sizes or ()):
         parser.error("--threads and --sizes take integers >= 1")
-    rows = run(args.quick, args.threads, args.sizes, args.env)
-    header = ("case", "ours (env-steps/s)", "peer", "peer (env-steps/s)", "ours/peer")
-    table = [header] + [
-        (r.case, f"{r.ours:,.0f}", r.peer_name, f"{r.peer:,.0f}", f"{r.ratio:.2f}") for r in rows
-    ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
-    for i, row in enumerate(table):
-        print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
-        if i == 0:
-            print("-+-".join("-" * w for w in widths))
+    print_table(run(args.quick, args.threads, args.sizes, args.env))
     return 0
 
 

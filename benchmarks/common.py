@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Row", "interleaved_rates", "median_rate", "median_seconds", "single_env_loop"]
+__all__ = ["Row", "interleaved_rates", "median_rate", "median_seconds", "print_table", "single_env_loop"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,27 @@ class Row:
         if self.peer is None or self.peer == 0 or self.ours == 0:
             return None
         return self.ours / self.peer if self.higher_is_better else self.peer / self.ours
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x >= 100:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
+
+
+def print_table(rows: Sequence[Row]) -> None:
+    """Print ``rows`` as the table ``python -m benchmarks`` shows (``compare_revisions.py`` parses it)."""
+    header = ("benchmark", "case", "unit", "ours", "peer", "peer value", "ours/peer (x better)")
+    table = [header] + [
+        (r.benchmark, r.case, r.unit, _fmt(r.ours), r.peer_name, _fmt(r.peer), _fmt(r.ratio)) for r in rows
+    ]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for i, row in enumerate(table):
+        print(" | ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
+        if i == 0:
+            print("-+-".join("-" * w for w in widths))
 
 
 def median_seconds(fn: Callable[[], object], repeats: int) -> float:
