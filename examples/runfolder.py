@@ -1,0 +1,505 @@
+"""The run folder of a training script: one process at a time, whole checkpoints, the user's files kept.
+
+Both ``examples/train.py`` and ``examples/her_ddpg.py`` keep their outputs through this module, so the
+rules are written once:
+
+* **Settings are checked before the first write.** :class:`Range` gives every numeric setting its
+  accepted values; :func:`check_settings` names the bad one (with the file and key it came from).
+* **One process per folder.** :meth:`RunFolder.create` and :meth:`RunFolder.open` take an advisory
+  lock (``fcntl.flock`` on ``.lock``, which holds the holder's pid) before anything is written; a
+  second process is refused at once, naming that pid. The kernel drops the lock when its holder dies
+  (``kill -9`` included), so a stale lock is simply taken over.
+* **Nothing of the user's is deleted.** ``.run-manifest.json`` names everything a run wrote here (the
+  name is recorded before the file is written). ``--force`` removes those names and nothing else, and
+  refuses when a file the script would write is there but was not written by a run.
+* **A checkpoint is one atomic unit.** Its files are written to ``checkpoints/.tmp-<tag>-<pid>/`` with
+  a ``MANIFEST.json`` (size and SHA-256 of each file, the run's id, the script's metadata), fsynced,
+  and switched in by one rename; only then are older checkpoints removed. Loading checks the run id,
+  sizes and hashes, so a damaged or foreign checkpoint is refused with one line, never half-loaded.
+* **Every file a user's work depends on is written aside, fsynced and renamed** (:func:`write_atomic`).
+
+Errors a user can act on are :class:`RunError` (one line: which file, what is wrong, what to do); the
+scripts print them as ``<script>: error: <message>`` and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import math
+import os
+import shutil
+import signal
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; the folder is then not locked (said in docs/training.md)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "Checkpoint",
+    "Range",
+    "RunError",
+    "RunFolder",
+    "check_settings",
+    "fsync_dir",
+    "sigterm_as_interrupt",
+    "write_atomic",
+]
+
+LOCK = ".lock"
+MANIFEST = ".run-manifest.json"
+CHECKPOINTS = "checkpoints"
+CHECKPOINT_MANIFEST = "MANIFEST.json"
+_TAG_DIGITS = 12
+
+
+class RunError(Exception):
+    """A problem the user can act on, said in one line (the scripts exit with status 2)."""
+
+
+# ---------------------------------------------------------------------------------------- settings
+@dataclass(frozen=True)
+class Range:
+    """The accepted values of a numeric setting: ``kind`` int or float, within ``[low, high]``.
+
+    ``low_open`` / ``high_open`` exclude the bound. A float setting also accepts an int (``gamma: 1``
+    in YAML); neither accepts a bool, NaN or infinity.
+    """
+
+    kind: type = float
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def describe(self, name: str) -> str:
+        what = "an integer" if self.kind is int else "a finite number"
+        lo = "" if self.low is None else f"{self.low} {'<' if self.low_open else '<='} "
+        hi = "" if self.high is None else f" {'<' if self.high_open else '<='} {self.high}"
+        return f"{what}, {lo}{name}{hi}" if lo or hi else what
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return False
+        if self.kind is int and not isinstance(value, int):
+            return False
+        if not math.isfinite(value):
+            return False
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return not (self.high is not None and (value >= self.high if self.high_open else value > self.high))
+
+
+def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Range], where: str) -> None:
+    """Raise :class:`RunError` naming the first value outside its range; ``where`` says where it came from.
+
+    ``where`` is e.g. ``"--gamma"``-style (``"option"``: each key is named as its option) or a file
+    and entry (``"--conf-file: conf.yml, entry 'goalenvs/FetchPush-v0', key"``). Keys without a range
+    are not checked here.
+    """
+    for key, value in values.items():
+        spec = ranges.get(key)
+        if spec is None or spec.accepts(value):
+            continue
+        name = f"--{key.replace('_', '-')}" if where == "option" else f"{where} {key}"
+        raise RunError(f"{name}: {value!r} is not accepted; accepted: {spec.describe(key)}")
+
+
+# ---------------------------------------------------------------------------------------- atomic writes
+def fsync_dir(path: Path) -> None:
+    """Flush a directory's entries (a rename in it) to disk; a no-op where directories cannot be opened."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:  # Windows
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write ``path`` aside, fsync it and rename it over the old one: a crash leaves the old or the new file."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with tmp.open("wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    fsync_dir(path.parent)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------- interrupts
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM (a scheduler's stop, ``kill``) ends the run as Ctrl-C does."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+# ---------------------------------------------------------------------------------------- the folder
+@dataclass(frozen=True)
+class Checkpoint:
+    """A whole checkpoint: ``path`` (``checkpoints/<tag>``), its ``tag`` and the script's ``meta``."""
+
+    path: Path
+    tag: int
+    meta: dict[str, Any]
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+
+def _describe(names: list[str]) -> str:
+    return ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+
+
+class RunFolder:
+    """An output folder held by this process (see the module docstring); use :meth:`create` or :meth:`open`.
+
+    ``script`` names the script (``"her_ddpg.py"``): a folder of another script is refused.
+    ``outputs`` are the names the script may write at the top level (besides ``checkpoints``).
+    """
+
+    def __init__(self, path: Path, script: str, outputs: Iterable[str]) -> None:
+        self.path, self.script = path, script
+        self.outputs = frozenset(outputs) | {CHECKPOINTS}
+        self.run_id = ""
+        self._written: set[str] = set()
+        self._lock_fd: int | None = None
+
+    # ------------------------------------------------------------------ opening
+    @classmethod
+    def check_new(cls, path: Path, force: bool, outputs: Iterable[str], script: str) -> None:
+        """Raise :class:`RunError` unless a new run may use ``path``; writes nothing."""
+        folder = cls(path, script, outputs)
+        folder._check_new(force, option="--output")
+
+    def _check_new(self, force: bool, option: str) -> None:
+        path = self.path
+        if path.exists() and not path.is_dir():
+            raise RunError(f"{option}: {path} is a file; accepted: a folder that is empty or does not exist")
+        if not path.is_dir():
+            return
+        held = sorted(p.name for p in path.iterdir() if p.name not in (LOCK, MANIFEST))
+        if not held and not (path / MANIFEST).exists():
+            return
+        manifest = self._read_manifest(missing_ok=True)
+        if not force:
+            if not held:  # only our bookkeeping: a run that stopped before its first output
+                return
+            raise RunError(
+                f"{option}: {path} is not empty (it holds {_describe(held)}); pass --resume {path} to "
+                "continue that run, --force to replace it, or another --output"
+            )
+        ours = set(manifest.get("files", [])) if manifest else set()
+        if manifest and manifest.get("script") not in (None, self.script):
+            raise RunError(
+                f"--force: {path} is a run folder of {manifest['script']}, not of {self.script}; "
+                "choose another --output"
+            )
+        clash = sorted((set(held) & self.outputs) - ours)
+        if clash:
+            raise RunError(
+                f"--force: {path} holds {_describe(clash)}, which no run of {self.script} recorded writing "
+                "(--force removes only a run's own files); move them away or choose another --output"
+            )
+
+    @classmethod
+    def create(cls, path: Path, *, force: bool, outputs: Iterable[str], script: str) -> RunFolder:
+        """Lock ``path`` (made if needed) for a new run; with ``force`` remove what an earlier run wrote there.
+
+        The folder is checked before anything is written and again once locked (another process may
+        have started a run in between). Files the user put there are never removed.
+        """
+        folder = cls(path, script, outputs)
+        folder._check_new(force, option="--output")
+        made = [p for p in (path, *path.parents) if not p.exists()]
+        path.mkdir(parents=True, exist_ok=True)
+        try:
+            folder._lock()
+            folder._check_new(force, option="--output")  # again: another run may have started meanwhile
+        except BaseException:
+            if folder._lock_fd is not None and made:  # a lock file of ours, in a folder this call made
+                (path / LOCK).unlink(missing_ok=True)
+            folder.close()
+            for p in made:  # innermost first: leave no trace of a refused start (rmdir keeps a non-empty one)
+                with contextlib.suppress(OSError):
+                    p.rmdir()
+            raise
+        folder._remove_temporaries()
+        old = folder._read_manifest(missing_ok=True)
+        for name in sorted(set(old.get("files", [])) if old else ()):
+            folder._remove_own(name)
+        folder.run_id = uuid.uuid4().hex
+        folder._written = {LOCK}
+        folder._write_manifest()
+        return folder
+
+    @classmethod
+    def open(cls, path: Path, *, outputs: Iterable[str], script: str, option: str = "--resume") -> RunFolder:
+        """Lock the folder of an existing run of ``script`` (to resume it)."""
+        folder = cls(path, script, outputs)
+        if not path.is_dir():
+            what = "does not exist" if not path.exists() else "is not a folder"
+            raise RunError(f"{option}: {path} {what}; accepted: an output folder of {script}")
+        manifest = folder._read_manifest(missing_ok=True)
+        if manifest is None:
+            raise RunError(
+                f"{option}: {path} is not a run folder of {script} (it has no {MANIFEST}); "
+                "accepted: the --output folder of a run"
+            )
+        if manifest.get("script") != script:
+            raise RunError(f"{option}: {path} is a run folder of {manifest.get('script')}, not of {script}")
+        folder._lock()
+        folder._remove_temporaries()
+        manifest = folder._read_manifest(missing_ok=False)  # as it is now that we hold the folder
+        assert manifest is not None
+        folder.run_id = manifest["run_id"]
+        folder._written = set(manifest["files"])
+        return folder
+
+    @classmethod
+    def read_only(
+        cls, path: Path, script: str, outputs: Iterable[str], option: str = "--resume"
+    ) -> RunFolder:
+        """The folder of a run of ``script``, not locked: for reading a checkpoint while a run may go on."""
+        folder = cls(path, script, outputs)
+        manifest = folder._read_manifest(missing_ok=True) if path.is_dir() else None
+        if manifest is None or manifest.get("script") != script:
+            raise RunError(
+                f"{option}: {path} is not a run folder of {script}; accepted: the --output folder of a run"
+            )
+        folder.run_id = manifest["run_id"]
+        return folder
+
+    def close(self) -> None:
+        """Release the lock (the process's exit does too)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> RunFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _lock(self) -> None:
+        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
+                    os.close(fd)
+                    raise
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+                os.close(fd)
+                raise RunError(
+                    f"{self.path} is in use by another process (pid {holder}); wait for it to end, or "
+                    "choose another --output"
+                ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    # ------------------------------------------------------------------ manifest
+    def _read_manifest(self, missing_ok: bool) -> dict[str, Any] | None:
+        path = self.path / MANIFEST
+        try:
+            manifest = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            if missing_ok:
+                return None
+            raise RunError(f"{path} is missing; this is not a run folder any more") from None
+        except (ValueError, OSError) as exc:
+            raise RunError(
+                f"{path} is damaged ({type(exc).__name__}); delete it and the run's files by hand, or choose another --output"
+            ) from None
+        if not (
+            isinstance(manifest, dict)
+            and isinstance(manifest.get("files"), list)
+            and isinstance(manifest.get("run_id"), str)
+        ):
+            raise RunError(f"{path} is damaged (not a manifest of {self.script}); choose another --output")
+        return manifest
+
+    def _write_manifest(self) -> None:
+        text = json.dumps(
+            {"script": self.script, "run_id": self.run_id, "files": sorted(self._written)}, indent=1
+        )
+        write_atomic(self.path / MANIFEST, text + "\n")
+
+    def record(self, name: str) -> None:
+        """Note ``name`` (a top-level entry) as written by this run, before it is written."""
+        if name not in self._written:
+            self._written.add(name)
+            self._write_manifest()
+
+    def write(self, name: str, data: bytes | str) -> Path:
+        """Write the top-level file ``name`` atomically (recorded in the manifest first)."""
+        self.record(name)
+        write_atomic(self.path / name, data)
+        return self.path / name
+
+    def _remove_temporaries(self) -> None:
+        """Remove the temporary files of :func:`write_atomic` that a killed process left (we hold the lock)."""
+        for name in (*self.outputs, MANIFEST):
+            for tmp in self.path.glob(f".{name}.tmp-*"):
+                tmp.unlink(missing_ok=True)
+
+    def _remove_own(self, name: str) -> None:
+        """Remove an entry a run wrote; in ``checkpoints/`` only the checkpoints and their temporaries."""
+        path = self.path / name
+        if name in (LOCK, MANIFEST):
+            return
+        if name == CHECKPOINTS and path.is_dir():
+            for child in path.iterdir():
+                if child.name.isdigit() or child.name.startswith(".tmp-"):
+                    shutil.rmtree(child, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                path.rmdir()  # kept if the user put something there
+        elif path.is_file() or path.is_symlink():
+            path.unlink()
+
+    # ------------------------------------------------------------------ checkpoints
+    def save_checkpoint(
+        self, tag: int, files: Mapping[str, Callable[[Path], None]], meta: Mapping[str, Any]
+    ) -> Checkpoint:
+        """Write checkpoint ``tag`` as one unit and make it the latest; older ones are then removed.
+
+        ``files`` maps each file name to a function that writes it to the given path. ``meta`` (JSON)
+        is kept in the checkpoint's manifest. A crash at any moment leaves the previous checkpoint.
+        """
+        self.record(CHECKPOINTS)
+        root = self.path / CHECKPOINTS
+        root.mkdir(exist_ok=True)
+        for stale in root.glob(".tmp-*"):  # left by a process that died mid-write (we hold the lock)
+            shutil.rmtree(stale, ignore_errors=True)
+        name = f"{tag:0{_TAG_DIGITS}d}"
+        final, tmp = root / name, root / f".tmp-{name}-{os.getpid()}"
+        if final.exists():  # this state is saved already (e.g. a periodic checkpoint at the last step);
+            return read_checkpoint(
+                final, self.script, self.run_id, verify=False
+            )  # never delete it to rewrite it
+        tmp.mkdir()
+        try:
+            hashes = {}
+            for file_name, write in files.items():
+                write(tmp / file_name)
+                _fsync_file(tmp / file_name)
+                hashes[file_name] = {
+                    "bytes": (tmp / file_name).stat().st_size,
+                    "sha256": _sha256(tmp / file_name),
+                }
+            manifest = {
+                "script": self.script,
+                "run_id": self.run_id,
+                "tag": tag,
+                "files": hashes,
+                "meta": dict(meta),
+            }
+            write_atomic(tmp / CHECKPOINT_MANIFEST, json.dumps(manifest, indent=1) + "\n")
+            fsync_dir(tmp)
+            os.replace(tmp, final)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        fsync_dir(root)
+        for old in root.iterdir():
+            if old.name.isdigit() and old.name != name:
+                shutil.rmtree(old, ignore_errors=True)
+        return Checkpoint(final, tag, dict(meta))
+
+    def checkpoints(self) -> list[Path]:
+        """The whole checkpoints in the folder, oldest first (normally one)."""
+        root = self.path / CHECKPOINTS
+        if not root.is_dir():
+            return []
+        return sorted(p for p in root.iterdir() if p.name.isdigit() and p.is_dir())
+
+    def latest_checkpoint(self, verify: bool = True) -> Checkpoint | None:
+        """The newest checkpoint, checked whole (every file's size and hash) and of this run; None if none.
+
+        Raises :class:`RunError` when it is damaged or belongs to another run.
+        """
+        found = self.checkpoints()
+        return (
+            read_checkpoint(found[-1], self.script, self.run_id if self.run_id else None, verify)
+            if found
+            else None
+        )
+
+
+def read_checkpoint(path: Path, script: str, run_id: str | None, verify: bool = True) -> Checkpoint:
+    """The checkpoint in ``path``, its manifest checked (and, with ``verify``, each file's size and hash)."""
+    fix = "start again with --force, or put back a copy of the folder"
+    try:
+        manifest = json.loads((path / CHECKPOINT_MANIFEST).read_bytes())
+        files, meta, tag = manifest["files"], manifest["meta"], int(manifest["tag"])
+    except FileNotFoundError:
+        raise RunError(
+            f"checkpoint {path} has no {CHECKPOINT_MANIFEST}; it is not a whole checkpoint: {fix}"
+        ) from None
+    except (ValueError, KeyError, TypeError, OSError) as exc:
+        raise RunError(
+            f"checkpoint {path}: {CHECKPOINT_MANIFEST} is damaged ({type(exc).__name__}): {fix}"
+        ) from None
+    if manifest.get("script") != script or (run_id is not None and manifest.get("run_id") != run_id):
+        raise RunError(
+            f"checkpoint {path} belongs to another run (run id {manifest.get('run_id')}, of "
+            f"{manifest.get('script')}), not to this folder's run {run_id}: {fix}"
+        )
+    if verify:
+        for name, expected in files.items():
+            file = path / name
+            if not file.is_file():
+                raise RunError(f"checkpoint {path}: {name} is missing: {fix}")
+            size = file.stat().st_size
+            if size != expected["bytes"] or _sha256(file) != expected["sha256"]:
+                raise RunError(
+                    f"checkpoint {path}: {name} is damaged ({size} bytes, recorded {expected['bytes']}, "
+                    f"content does not match its recorded SHA-256): {fix}"
+                )
+    return Checkpoint(path, tag, meta)
