@@ -21,14 +21,17 @@ time went.
 
 Writes to ``--output`` (default ``runs/<env>_ddpg_s<seed>``): ``config.json``, ``eval.csv`` (one row
 per epoch: success over ``eval_episodes`` greedy episodes, steps, updates, wall and CPU seconds,
-profile), ``success.png`` and, every ``--save-freq`` epochs and at the end, ``checkpoint.pt`` (networks,
-optimisers, normalisers, random states) with ``storage.pkl`` (the replay storage) and ``envs.pkl``
-(the envs' random generators).
+profile), ``success.png`` and, every ``--save-freq`` epochs and at the end, a checkpoint in
+``checkpoints/<epoch>/``: ``agent.pt`` (networks, optimisers, normalisers, random states, the curve),
+``storage.pkl`` (the replay storage) and ``envs.pkl`` (the envs' random generators), switched in as one
+unit (``examples/runfolder.py``: written aside, fsynced, renamed; sizes and hashes checked on load).
+The folder is locked while a run uses it; ``--force`` removes only what a run wrote there.
 ``--resume`` continues from the last checkpoint to the configured number of epochs (``--epochs`` may
 raise it; equal to the epochs done, it only rewrites the plot and GIF), appending to the same curve.
 On the same machine and torch build the resumed run is bit-for-bit the uninterrupted one: checkpoints
 fall on cycle boundaries, where every env is about to be reset, and hold every random state
-(``tests/test_her_ddpg.py`` checks it).
+(``tests/examples/test_her_ddpg.py`` checks it, also after ``kill -9`` at random moments).
+Ctrl-C (or SIGTERM) stops with one line saying where to resume from.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ from __future__ import annotations
 import argparse
 import copy
 import csv
+import io
 import json
-import os
 import pickle
 import sys
 import time
@@ -49,13 +52,26 @@ import gymnasium as gym
 import numpy as np
 import torch
 import yaml
+from runfolder import (  # examples/runfolder.py (examples/ is on sys.path)
+    Checkpoint,
+    Range,
+    RunError,
+    RunFolder,
+    check_settings,
+    sigterm_as_interrupt,
+    write_atomic,
+)
 from torch import nn
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from her import HerStorage
 
+SCRIPT = "her_ddpg.py"
 CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"
 TIMERS = ("env", "act", "store", "sample", "update", "eval", "checkpoint")
+# What a run writes at the top of its folder (besides checkpoints/): --force removes these, if a run wrote them.
+OUTPUTS = ("config.json", "commands.txt", "eval.csv", "success.png", "policy.gif")
+CHECKPOINT_FILES = ("agent.pt", "storage.pkl", "envs.pkl")
 
 
 @dataclass
@@ -86,6 +102,37 @@ class Config:
     eval_episodes: int = 100
     bf16: bool = True
     threads: int = 1
+
+
+# The accepted values of every numeric setting, checked before anything is written (options, the
+# --conf-file entry and, on --resume, config.json alike).
+_PROBABILITY = Range(float, 0.0, 1.0)
+RANGES: dict[str, Range] = {
+    "seed": Range(int, 0, 2**32 - 1),
+    **{name: Range(int, 1) for name in ("epochs", "n_envs", "n_cycles", "n_batches", "batch_size",
+                                        "buffer_size", "hidden", "layers", "eval_episodes", "threads")},
+    "lr_actor": Range(float, 0.0, low_open=True),
+    "lr_critic": Range(float, 0.0, low_open=True),
+    "gamma": Range(float, 0.0, 1.0, high_open=True),  # 1: the critic's target clip 1/(1-gamma) is infinite
+    "polyak": _PROBABILITY,
+    "action_l2": Range(float, 0.0),
+    "noise_eps": Range(float, 0.0),
+    "random_eps": _PROBABILITY,
+    "n_sampled_goal": Range(int, 0),
+    "clip_obs": Range(float, 0.0, low_open=True),
+    "norm_clip": Range(float, 0.0, low_open=True),
+    "norm_eps": Range(float, 0.0, low_open=True),
+}  # fmt: skip
+
+
+def check_config(values: dict[str, Any], where: str) -> None:
+    """Raise :class:`RunError` for a value of the wrong type or outside its range (``where``: its source)."""
+    for name, value in values.items():
+        if name in ("env_id",) and not isinstance(value, str):
+            raise RunError(f"{where} {name}: {value!r} is not accepted; accepted: an env id (a string)")
+        if name == "bf16" and not isinstance(value, bool):
+            raise RunError(f"{where} {name}: {value!r} is not accepted; accepted: true or false")
+    check_settings(values, RANGES, where)
 
 
 class Normalizer:
@@ -213,8 +260,8 @@ def future_goals(achieved_next: np.ndarray, rng: np.random.Generator, share: flo
 class Trainer:
     """The cycle loop: collect, store, normalise, update; evaluate every epoch; checkpoint."""
 
-    def __init__(self, cfg: Config, out: Path, save_freq: int = 0) -> None:
-        self.cfg, self.out, self.save_freq = cfg, out, save_freq
+    def __init__(self, cfg: Config, folder: RunFolder | None = None, save_freq: int = 0) -> None:
+        self.cfg, self.folder, self.save_freq = cfg, folder, save_freq
         torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)
         self.rng = np.random.default_rng(cfg.seed)
@@ -230,6 +277,8 @@ class Trainer:
             n_sampled_goal=cfg.n_sampled_goal, goal_selection_strategy="future", seed=cfg.seed,
         )  # fmt: skip
         self.epoch = self.cycle = self.updates = 0
+        self.saved_epoch = 0  # the epoch of the last whole checkpoint (0: none yet)
+        self.rows: list[dict[str, Any]] = []  # the curve: one row per epoch (kept in checkpoints)
         self.reset_seeds: list[int] | None = [cfg.seed * 100_003 + i for i in range(cfg.n_envs)]
         self.times = dict.fromkeys(TIMERS, 0.0)
         self.wall0, self.cpu0 = 0.0, 0.0  # wall and CPU seconds spent before this process (resume)
@@ -310,10 +359,7 @@ class Trainer:
     def run(self, log: bool = True) -> float:
         cfg = self.cfg
         wall_start, cpu_start = time.perf_counter(), time.process_time()
-        rows = (
-            list(csv.DictReader((self.out / "eval.csv").open())) if (self.out / "eval.csv").exists() else []
-        )
-        success = float(rows[-1]["success_rate"]) if rows else float("nan")  # a finished run resumed
+        success = self.rows[-1]["success_rate"] if self.rows else float("nan")  # a finished run resumed
         while self.epoch < cfg.epochs:
             while self.cycle < cfg.n_cycles:
                 self.collect()
@@ -327,7 +373,9 @@ class Trainer:
             row = {"epoch": self.epoch, "env_steps": self.epoch * cfg.n_cycles * cfg.n_envs * self.horizon,
                    "updates": self.updates, "success_rate": success, "wall_s": round(wall, 1),
                    "cpu_s": round(cpu, 1), **{f"t_{k}": round(v, 1) for k, v in self.times.items()}}  # fmt: skip
-            self._append_row(row)
+            self.rows.append(row)
+            if self.folder is not None:
+                self.folder.write("eval.csv", csv_text(self.rows))
             if log:
                 print(f"epoch {self.epoch:3d}  steps {row['env_steps']:8d}  success {success:.3f}  "
                       f"wall {wall:7.0f}s  cpu {cpu:7.0f}s", flush=True)  # fmt: skip
@@ -339,73 +387,92 @@ class Trainer:
                 self.times["checkpoint"] += time.perf_counter() - t0
         return success
 
-    def _append_row(self, row: dict[str, Any]) -> None:
-        path = self.out / "eval.csv"
-        new = not path.exists()
-        with path.open("a", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(row))
-            if new:
-                writer.writeheader()
-            writer.writerow(row)
-
     # ------------------------------------------------------------------ checkpoints
     def save(self) -> None:
-        """Write checkpoint.pt, storage.pkl and envs.pkl atomically (each via a temporary file)."""
+        """Write checkpoint ``checkpoints/<epoch>/`` as one unit (``RunFolder.save_checkpoint``)."""
+        assert self.folder is not None
         state = {"agent": self.agent.state_dict(), "rng": self.rng.bit_generator.state,
                  "torch_rng": torch.get_rng_state(), "epoch": self.epoch, "updates": self.updates,
                  "times": self.times, "wall0": self.wall0, "cpu0": self.cpu0,
-                 "reset_seeds": self.reset_seeds}  # fmt: skip
-        reward_fn, self.storage.reward_fn = self.storage.reward_fn, None  # not the env behind it
-        try:
-            _atomic(self.out / "storage.pkl", lambda f: pickle.dump(self.storage, f, protocol=5))
-        finally:
-            self.storage.reward_fn = reward_fn
+                 "reset_seeds": self.reset_seeds, "rows": self.rows}  # fmt: skip
+
+        def storage(path: Path) -> None:
+            reward_fn, self.storage.reward_fn = self.storage.reward_fn, None  # not the env behind it
+            try:
+                with path.open("wb") as f:
+                    pickle.dump(self.storage, f, protocol=5)
+            finally:
+                self.storage.reward_fn = reward_fn
+
         # At a cycle boundary every env is about to be reset, and a Fetch reset (mj_resetData, then
         # draws from np_random) depends on nothing else: the random generators are the envs' state.
         rngs = [env.np_random for env in self.envs]
-        _atomic(self.out / "envs.pkl", lambda f: pickle.dump(rngs, f, protocol=5))
-        _atomic(self.out / "checkpoint.pt", lambda f: torch.save(state, f))
+        files = {
+            "agent.pt": lambda path: torch.save(state, path),
+            "storage.pkl": storage,
+            "envs.pkl": lambda path: path.write_bytes(pickle.dumps(rngs, protocol=5)),
+        }
+        self.folder.save_checkpoint(self.epoch, files, {"epoch": self.epoch, "config": asdict(self.cfg)})
+        self.saved_epoch = self.epoch
 
-    def load(self) -> None:
-        state = torch.load(self.out / "checkpoint.pt", weights_only=False)
-        self.agent.load_state_dict(state["agent"])
-        self.rng.bit_generator.state = state["rng"]
-        torch.set_rng_state(state["torch_rng"])
-        for key in ("epoch", "updates", "times", "wall0", "cpu0", "reset_seeds"):
-            setattr(self, key, state[key])
-        with (self.out / "envs.pkl").open("rb") as f:
-            for env, rng in zip(self.envs, pickle.load(f), strict=True):
-                env.np_random = rng
-        with (self.out / "storage.pkl").open("rb") as f:
-            self.storage = pickle.load(f)
+    def load(self, checkpoint: Checkpoint) -> None:
+        """Take up the state of ``checkpoint`` (already checked whole); a file that does not fit is one line."""
+        state = _load_part(checkpoint, "agent.pt", lambda f: torch.load(f, weights_only=False))
+        try:
+            self.agent.load_state_dict(state["agent"])
+            self.rng.bit_generator.state = state["rng"]
+            torch.set_rng_state(state["torch_rng"])
+            for key in ("epoch", "updates", "times", "wall0", "cpu0", "reset_seeds", "rows"):
+                setattr(self, key, state[key])
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise RunError(_unfit(checkpoint, "agent.pt", exc)) from None
+        rngs = _load_part(checkpoint, "envs.pkl", pickle.load)
+        if not isinstance(rngs, list) or len(rngs) != len(self.envs):
+            raise RunError(_unfit(checkpoint, "envs.pkl", f"holds no list of {len(self.envs)} generators"))
+        for env, rng in zip(self.envs, rngs, strict=True):
+            env.np_random = rng
+        storage = _load_part(checkpoint, "storage.pkl", pickle.load)
+        if not isinstance(storage, HerStorage) or storage.n_envs != self.cfg.n_envs:
+            raise RunError(_unfit(checkpoint, "storage.pkl", "holds no HerStorage of this run"))
+        self.storage = storage
         self.storage.reward_fn = self.envs[0].compute_reward
-        # Rows of epochs after the checkpoint (a crash between the two) would be written again.
-        path = self.out / "eval.csv"
-        if path.exists():
-            rows = list(csv.DictReader(path.open()))
-            kept = [r for r in rows if int(r["epoch"]) <= self.epoch]
-            if len(kept) != len(rows):
-                with path.open("w", newline="") as f:
-                    writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-                    writer.writeheader()
-                    writer.writerows(kept)
+        self.saved_epoch = self.epoch
+        if self.folder is not None:  # rows of epochs after the checkpoint (a crash before the next) go
+            self.folder.write("eval.csv", csv_text(self.rows))
+
+
+def _unfit(checkpoint: Checkpoint, name: str, why: Any) -> str:
+    return (
+        f"checkpoint {checkpoint.path}: {name} does not fit this run ({str(why).splitlines()[0][:200]}); "
+        "was it copied from another run or written by another version? Start again with --force"
+    )
+
+
+def _load_part(checkpoint: Checkpoint, name: str, load: Any) -> Any:
+    """``load(file)`` of one file of a checkpoint; what fails to load is one line naming the file."""
+    try:
+        with checkpoint.file(name).open("rb") as f:
+            return load(f)
+    except Exception as exc:  # unpickling can raise almost anything on foreign bytes
+        raise RunError(_unfit(checkpoint, name, f"{type(exc).__name__}: {exc}")) from None
+
+
+def csv_text(rows: list[dict[str, Any]]) -> str:
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()
 
 
 def _stack(dicts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     return {key: np.stack([d[key] for d in dicts]) for key in dicts[0]}
 
 
-def _atomic(path: Path, write: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("wb") as f:
-        write(f)
-    os.replace(tmp, path)
-
-
 def record_gif(
     agent: Agent, env_id: str, path: Path, episodes: int = 3, seed: int = 0, size: int = 240
 ) -> None:
-    """A GIF of ``episodes`` greedy episodes (``size`` x ``size`` frames, 25 frames per second)."""
+    """A GIF of ``episodes`` greedy episodes (``size`` x ``size`` frames, 25 frames per second), written atomically."""
     import imageio.v2 as imageio
 
     env = gym.make(env_id, render_mode="rgb_array", width=size, height=size)
@@ -420,34 +487,43 @@ def record_gif(
             frames.append(env.render())
             done = terminated or truncated
     env.close()
-    imageio.mimsave(path, frames, duration=40, loop=0)
+    data = io.BytesIO()
+    imageio.mimsave(data, frames, format="GIF", duration=40, loop=0)
+    write_atomic(path, data.getvalue())
 
 
-def plot(out: Path, title: str) -> None:
+def plot(rows: list[dict[str, Any]], title: str) -> bytes:
+    """The success curve of ``rows`` as a PNG file's bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = list(csv.DictReader((out / "eval.csv").open()))
-    steps = [int(r["env_steps"]) for r in rows]
-    success = [float(r["success_rate"]) for r in rows]
     fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot([x / 1000 for x in steps], success, marker="o", markersize=3)
+    ax.plot(
+        [r["env_steps"] / 1000 for r in rows], [r["success_rate"] for r in rows], marker="o", markersize=3
+    )
     ax.set(xlabel="env steps (thousands)", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(out / "success.png", dpi=100)
+    data = io.BytesIO()
+    fig.savefig(data, format="png", dpi=100)
     plt.close(fig)
+    return data.getvalue()
 
 
-def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    # Errors are one line (what was wrong, what is accepted), without argparse's usage block.
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # type: ignore[method-assign]
+class ArgumentParser(argparse.ArgumentParser):
+    """Errors are one line (what was wrong, what is accepted), exit status 2, without argparse's usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{SCRIPT}: error: {' '.join(str(message).split())}\n")
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR")
     parser.add_argument("--output", type=Path, help="default runs/<env>_ddpg_s<seed>")
-    parser.add_argument("--force", action="store_true", help="replace a non-empty output folder")
+    parser.add_argument("--force", action="store_true", help="replace the run in a non-empty output folder")
     parser.add_argument("--save-freq", type=int, default=5, help="epochs between checkpoints (0: none)")
     parser.add_argument("--profile", action="store_true", help="print where the time went")
     parser.add_argument("--no-gif", action="store_true", help="skip the GIF of the trained policy")
@@ -458,7 +534,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
         help="with --resume: only report the checkpoint's success over N episodes",
     )
     parser.add_argument(
-        "--conf-file", type=Path, default=CONF_FILE, help="per-env settings (default %(default)s)"
+        "--conf-file", type=Path, default=None, help=f"per-env settings (default {CONF_FILE})"
     )
     for f in fields(Config):
         flag = ["--" + f.name.replace("_", "-")] + (["--env"] if f.name == "env_id" else [])
@@ -466,103 +542,202 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
             parser.add_argument(*flag, action=argparse.BooleanOptionalAction, default=None)
         else:
             parser.add_argument(*flag, type=type(f.default), default=None, help=f"default {f.default}")
+    return parser
+
+
+def read_conf(path: Path, env_id: str) -> dict[str, Any]:
+    """The ``env_id`` entry of a her_ddpg YAML file, its keys and values checked (file and key named on error)."""
+    try:
+        entries = yaml.safe_load(path.read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise RunError(f"--conf-file: cannot read {path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(entries, dict) or not isinstance(entries.get(env_id) or {}, dict):
+        raise RunError(f"--conf-file: {path} is not a mapping of env ids to mappings of settings")
+    entry = dict(entries.get(env_id) or {})
+    unknown = sorted(set(entry) - {f.name for f in fields(Config)} - {"env_id"})
+    if unknown:
+        raise RunError(f"--conf-file: {path} entry {env_id!r} has unknown keys {unknown}")
+    entry.pop("env_id", None)
+    check_config(entry, f"--conf-file: {path}, entry {env_id!r}, key")
+    return entry
+
+
+def read_config(run_dir: Path) -> dict[str, Any]:
+    """The ``config.json`` of a run folder, checked as the options are (an edited file is one line)."""
+    path = run_dir / "config.json"
+    fix = "restore it (the checkpoint's manifest holds the run's settings) or start again with --force"
+    try:
+        saved = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise RunError(f"--resume: {run_dir} holds no config.json of a her_ddpg run") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RunError(f"--resume: {path} is not valid JSON ({exc}); {fix}") from None
+    names = {f.name for f in fields(Config)}
+    if not isinstance(saved, dict) or set(saved) != names:
+        got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
+        raise RunError(f"--resume: {path} does not hold the settings of a her_ddpg run (keys {got}); {fix}")
+    check_config(saved, f"--resume: {path}, key")
+    return saved
+
+
+def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace]:
+    """The run's settings and folder, every value checked; writes nothing (errors: :class:`RunError`)."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     values = {f.name: getattr(args, f.name) for f in fields(Config) if getattr(args, f.name) is not None}
+    check_config(values, "option")
+    if args.save_freq < 0:
+        raise RunError(
+            f"--save-freq: {args.save_freq} is not accepted; accepted: an integer >= 0 (0: no checkpoints)"
+        )
+    if args.evaluate is not None and args.evaluate < 1:
+        raise RunError(f"--evaluate: {args.evaluate} is not accepted; accepted: an integer >= 1")
     if args.resume is not None:
-        config_path = args.resume / "config.json"
-        if not config_path.is_file():
-            parser.error(f"--resume: {args.resume} holds no config.json of a her_ddpg run")
-        saved = json.loads(config_path.read_text())
+        if args.output is not None and args.output.resolve() != args.resume.resolve():
+            raise RunError(
+                f"--output: --resume continues the run in its own folder {args.resume}, not {args.output}; "
+                "accepted: no --output with --resume"
+            )
+        if args.force or args.conf_file is not None:
+            given = "--force" if args.force else "--conf-file"
+            raise RunError(f"{given}: cannot be given with --resume (the run keeps its folder and settings)")
+        saved = read_config(args.resume)
         changed = {k: v for k, v in values.items() if k not in ("epochs", "threads") and v != saved[k]}
         if changed:
-            parser.error(
-                f"--resume continues a run as configured; only --epochs and --threads may change, got {changed}"
+            raise RunError(
+                f"--resume: continues a run as configured; only --epochs and --threads may change, got {changed}"
             )
-        if args.evaluate is not None and args.evaluate < 1:
-            parser.error(f"--evaluate must be >= 1, got {args.evaluate}")
-        if not (args.resume / "checkpoint.pt").is_file():
-            parser.error(
-                f"--resume: {args.resume} has no checkpoint.pt yet (checkpoints need --save-freq >= 1)"
-            )
-        saved.update(values)
-        done = torch.load(args.resume / "checkpoint.pt", weights_only=False)["epoch"]
-        if saved["epochs"] < done:
-            parser.error(f"--epochs: {args.resume} has already run {done} epochs; pass --epochs >= {done}")
-        return Config(**saved), args.resume, args
-    env_id = values.get("env_id", Config.env_id)
-    try:
-        entries = yaml.safe_load(args.conf_file.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        parser.error(f"--conf-file: cannot read {args.conf_file}: {str(exc).splitlines()[0]}")
-    entry = dict(entries.get(env_id) or {})
-    unknown = sorted(set(entry) - {f.name for f in fields(Config)})
-    if unknown:
-        parser.error(f"--conf-file: {args.conf_file} entry {env_id!r} has unknown keys {unknown}")
+        return Config(**{**saved, **values}), args.resume, args
     if args.evaluate is not None:
-        parser.error("--evaluate: needs --resume RUN_DIR (the run whose checkpoint to evaluate)")
+        raise RunError("--evaluate: needs --resume RUN_DIR (the run whose checkpoint to evaluate)")
+    env_id = values.get("env_id", Config.env_id)
+    if env_id not in gym.registry:
+        raise RunError(f"--env-id: no env {env_id!r} is registered; accepted: {_fetch_ids()}")
+    if not env_id.startswith("goalenvs/Fetch"):
+        raise RunError(f"--env-id: this agent runs the goalenvs Fetch ids {_fetch_ids()}, got {env_id!r}")
+    entry = read_conf(args.conf_file or CONF_FILE, env_id)
     cfg = Config(**{**entry, **values})
-    for name in ("epochs", "n_envs", "n_cycles", "n_batches", "batch_size", "buffer_size", "hidden", "layers",
-                 "eval_episodes", "threads"):  # fmt: skip
-        if getattr(cfg, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(cfg, name)}")
-    if args.save_freq < 0:
-        parser.error(f"--save-freq must be >= 0 (0: no checkpoints), got {args.save_freq}")
-    try:
-        gym.spec(cfg.env_id)
-    except gym.error.Error as exc:
-        parser.error(f"--env-id: {exc}")
-    if not cfg.env_id.startswith("goalenvs/Fetch"):
-        fetch = sorted(i for i in gym.registry if i.startswith("goalenvs/Fetch"))
-        parser.error(f"--env-id: this agent runs the goalenvs Fetch ids {fetch}, got {cfg.env_id!r}")
-    name = cfg.env_id.split("/")[-1]
-    out = args.output or Path("runs") / f"{name}_ddpg_s{cfg.seed}"
-    if out.exists() and any(out.iterdir()) and not args.force:
-        parser.error(
-            f"--output: {out} is not empty; pass --resume {out} to continue it or --force to replace it"
-        )
+    out = args.output or Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"
+    RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
     return cfg, out, args
 
 
+def _fetch_ids() -> list[str]:
+    return sorted(i for i in gym.registry if i.startswith("goalenvs/Fetch"))
+
+
 def evaluate_checkpoint(cfg: Config, out: Path, episodes: int) -> float:
-    """Success of the greedy policy in ``out/checkpoint.pt`` over ``episodes`` episodes; writes nothing.
+    """Success of the greedy policy of the run's last checkpoint over ``episodes`` episodes; writes nothing.
 
     Episode seeds start at 2e9, apart from training's and from the per-epoch evaluations'.
     """
-    trainer = Trainer(replace(cfg, eval_episodes=episodes, buffer_size=1), out)  # no replay needed
-    trainer.agent.load_state_dict(torch.load(out / "checkpoint.pt", weights_only=False)["agent"])
+    checkpoint = RunFolder.read_only(out, SCRIPT, OUTPUTS).latest_checkpoint()
+    if checkpoint is None:
+        raise RunError(f"--resume: {out} has no checkpoint yet (checkpoints need --save-freq >= 1)")
+    trainer = Trainer(replace(cfg, eval_episodes=episodes, buffer_size=1))  # no replay needed
+    state = _load_part(checkpoint, "agent.pt", lambda f: torch.load(f, weights_only=False))
+    try:
+        trainer.agent.load_state_dict(state["agent"])
+    except (KeyError, TypeError, RuntimeError) as exc:
+        raise RunError(_unfit(checkpoint, "agent.pt", exc)) from None
     return trainer.evaluate(base=2 * 10**9)
 
 
-def main(argv: list[str] | None = None) -> float:
+def start(cfg: Config, out: Path, args: argparse.Namespace, argv: list[str]) -> tuple[RunFolder, Trainer]:
+    """Lock the run folder (new, or the one resumed), write config.json and commands.txt, build the trainer."""
+    command = " ".join(["python", "examples/her_ddpg.py", *argv]) + "\n"
+    if args.resume is None:
+        folder = RunFolder.create(out, force=args.force, outputs=OUTPUTS, script=SCRIPT)
+        commands = command
+        checkpoint = None
+    else:
+        folder = RunFolder.open(out, outputs=OUTPUTS, script=SCRIPT)
+        checkpoint = folder.latest_checkpoint()
+        if checkpoint is None:
+            raise RunError(
+                f"--resume: {out} has no checkpoint yet (checkpoints need --save-freq >= 1); "
+                f"start it again with --output {out} --force"
+            )
+        saved = checkpoint.meta.get("config", {})
+        changed = sorted(
+            k for k, v in asdict(cfg).items() if k not in ("epochs", "threads") and saved.get(k) != v
+        )
+        if changed:
+            raise RunError(
+                f"--resume: {out / 'config.json'} differs from its checkpoint's settings in {changed}; "
+                "restore config.json or start again with --force"
+            )
+        done = int(checkpoint.meta["epoch"])
+        if cfg.epochs < done:
+            raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
+        path = out / "commands.txt"
+        commands = (path.read_text() if path.is_file() else "") + command
+    folder.write("config.json", json.dumps(asdict(cfg), indent=2) + "\n")  # --epochs may have grown
+    folder.write("commands.txt", commands)  # every command that wrote to this run, in order
+    trainer = Trainer(cfg, folder, args.save_freq)
+    if checkpoint is not None:
+        trainer.load(checkpoint)
+        print(f"resumed {out} at epoch {trainer.epoch}", flush=True)
+    return folder, trainer
+
+
+def _train(argv: list[str], progress: dict[str, Any]) -> float:
     cfg, out, args = parse_args(argv)
+    progress["out"] = out
     if args.evaluate is not None:
         success = evaluate_checkpoint(cfg, out, args.evaluate)
         print(f"{out}: success rate {success:.3f} over {args.evaluate} episodes")
         return success
-    if args.resume is None:
-        if out.exists():
-            for child in out.iterdir():  # --force on a non-empty folder
-                if child.is_file():
-                    child.unlink()
-        out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(asdict(cfg), indent=2) + "\n")  # --epochs may have grown
-    with (out / "commands.txt").open("a") as f:  # every command that wrote to this run, in order
-        f.write(
-            " ".join(["python", "examples/her_ddpg.py", *(sys.argv[1:] if argv is None else argv)]) + "\n"
-        )
-    trainer = Trainer(cfg, out, args.save_freq)
-    if args.resume is not None:
-        trainer.load()
-        print(f"resumed {out} at epoch {trainer.epoch}", flush=True)
-    success = trainer.run()
-    plot(out, cfg.env_id.split("/")[-1] + f" DDPG+HER, seed {cfg.seed}")
-    if not args.no_gif:
-        record_gif(trainer.agent, cfg.env_id, out / "policy.gif", seed=10**9 + cfg.seed)
+    folder, trainer = start(cfg, out, args, argv)
+    progress["trainer"] = trainer
+    with folder:
+        success = trainer.run()
+        title = cfg.env_id.split("/")[-1] + f" DDPG+HER, seed {cfg.seed}"
+        if trainer.rows:
+            folder.write("success.png", plot(trainer.rows, title))
+        if not args.no_gif:
+            folder.record("policy.gif")
+            record_gif(trainer.agent, cfg.env_id, out / "policy.gif", seed=10**9 + cfg.seed)
     if args.profile:
         total = sum(trainer.times.values())
         print("time:", ", ".join(f"{k} {v:.1f}s ({v / total:.0%})" for k, v in trainer.times.items()))
     print(f"final success rate {success:.3f} over {cfg.eval_episodes} episodes")
     return success
+
+
+def main(argv: list[str] | None = None) -> float:
+    """Train, resume or evaluate a run; returns the final success rate.
+
+    A user's mistake (or a damaged file) ends with one line and exit status 2; Ctrl-C or SIGTERM with one
+    line saying where to resume from and status 130; a failed write (a full disk) with one line and 1.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    progress: dict[str, Any] = {}
+    try:
+        with sigterm_as_interrupt():
+            return _train(argv, progress)
+    except RunError as exc:
+        print(f"{SCRIPT}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print(f"{SCRIPT}: interrupted; {_resume_hint(progress)}", file=sys.stderr)
+        raise SystemExit(130) from None
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        print(f"{SCRIPT}: error: {exc.strerror} ({exc.filename}); {_resume_hint(progress)}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _resume_hint(progress: dict[str, Any]) -> str:
+    trainer: Trainer | None = progress.get("trainer")
+    if trainer is None:
+        return "nothing was trained"
+    where = f"at epoch {trainer.epoch}, cycle {trainer.cycle}"
+    if trainer.saved_epoch:
+        return (f"{where}; go on from the checkpoint of epoch {trainer.saved_epoch} with: "
+                f"python examples/her_ddpg.py --resume {progress['out']}")  # fmt: skip
+    return f"{where}; no checkpoint was written yet (--save-freq), so a rerun starts over with --force"
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import pickle
 import sys
 from pathlib import Path
@@ -80,6 +81,12 @@ def _rows(out: Path) -> list[dict[str, str]]:
     return list(csv.DictReader((out / "eval.csv").open()))
 
 
+def _checkpoint(out: Path) -> Path:
+    """The one whole checkpoint folder of a run."""
+    (found,) = [p for p in (out / "checkpoints").iterdir() if p.name.isdigit()]
+    return found
+
+
 def test_run_writes_curve_plot_checkpoint_and_gif(tmp_path: Path) -> None:
     out = tmp_path / "run"
     success = her_ddpg.main([*TINY, "--epochs", "2", "--output", str(out)])
@@ -89,10 +96,17 @@ def test_run_writes_curve_plot_checkpoint_and_gif(tmp_path: Path) -> None:
     assert [int(r["env_steps"]) for r in rows] == [300, 600]  # 3 cycles x 2 envs x 50 steps per epoch
     assert [int(r["updates"]) for r in rows] == [6, 12]
     assert float(rows[-1]["success_rate"]) == success
-    for name in ("success.png", "checkpoint.pt", "storage.pkl", "envs.pkl", "config.json", "commands.txt"):
+    for name in ("success.png", "config.json", "commands.txt"):
         assert (out / name).stat().st_size > 0, name
-    with (out / "storage.pkl").open("rb") as f:
+    checkpoint = _checkpoint(out)
+    assert checkpoint.name == "000000000002"  # the epoch-1 checkpoint was removed once this one was whole
+    assert sorted(p.name for p in checkpoint.iterdir()) == ["MANIFEST.json", "agent.pt", "envs.pkl", "storage.pkl"]
+    with (checkpoint / "storage.pkl").open("rb") as f:
         assert pickle.load(f).num_transitions == 600
+    written = json.loads((out / ".run-manifest.json").read_text())
+    assert written["script"] == "her_ddpg.py"
+    assert set(written["files"]) == {".lock", "checkpoints", "commands.txt", "config.json", "eval.csv", "success.png"}
+    assert sorted(p.name for p in out.iterdir()) == sorted([*written["files"], ".run-manifest.json"])
 
 
 def test_gif_of_the_greedy_policy(tmp_path: Path) -> None:
@@ -113,7 +127,7 @@ def test_gif_of_the_greedy_policy(tmp_path: Path) -> None:
 
 
 def _state(out: Path) -> dict:
-    return torch.load(out / "checkpoint.pt", weights_only=False)
+    return torch.load(_checkpoint(out) / "agent.pt", weights_only=False)
 
 
 def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
@@ -127,7 +141,7 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
         for key, value in a["agent"][net].items():
             assert torch.equal(value, b["agent"][net][key]), (net, key)
     assert a["rng"] == b["rng"]
-    with (whole / "storage.pkl").open("rb") as f, (split / "storage.pkl").open("rb") as g:
+    with (_checkpoint(whole) / "storage.pkl").open("rb") as f, (_checkpoint(split) / "storage.pkl").open("rb") as g:
         sa, sb = pickle.load(f), pickle.load(g)
     assert sa.num_transitions == sb.num_transitions == 900  # every transition kept
     assert sa.reward_fn is None  # pickled without the env behind it; a run sets it on load
@@ -145,11 +159,21 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
     ("argv", "message"),
     [
         (["--env", "goalenvs/BitFlip-v0"], "--env-id: this agent runs the goalenvs Fetch ids"),
-        (["--env", "NoSuchEnv-v0"], "--env-id:"),
-        (["--epochs", "0"], "--epochs must be >= 1, got 0"),
-        (["--batch-size", "-3"], "--batch-size must be >= 1, got -3"),
-        (["--save-freq", "-1"], "--save-freq must be >= 0"),
+        (["--env", "NoSuchEnv-v0"], "--env-id: no env 'NoSuchEnv-v0' is registered"),
+        (["--epochs", "0"], "--epochs: 0 is not accepted; accepted: an integer, 1 <= epochs"),
+        (["--batch-size", "-3"], "--batch-size: -3 is not accepted; accepted: an integer, 1 <= batch_size"),
+        (["--save-freq", "-1"], "--save-freq: -1 is not accepted; accepted: an integer >= 0"),
         (["--epochs", "x"], "--epochs: invalid int value"),
+        (["--seed", "-1"], "--seed: -1 is not accepted; accepted: an integer, 0 <= seed <= 4294967295"),
+        (["--gamma", "nan"], "--gamma: nan is not accepted; accepted: a finite number, 0.0 <= gamma < 1.0"),
+        (["--gamma", "1"], "--gamma: 1.0 is not accepted"),
+        (["--polyak", "7"], "--polyak: 7.0 is not accepted; accepted: a finite number, 0.0 <= polyak <= 1.0"),
+        (["--noise-eps", "-3"], "--noise-eps: -3.0 is not accepted; accepted: a finite number, 0.0 <= noise_eps"),
+        (["--random-eps", "2"], "--random-eps: 2.0 is not accepted"),
+        (["--lr-actor", "0"], "--lr-actor: 0.0 is not accepted; accepted: a finite number, 0.0 < lr_actor"),
+        (["--lr-critic", "inf"], "--lr-critic: inf is not accepted"),
+        (["--norm-eps", "-1"], "--norm-eps: -1.0 is not accepted"),
+        (["--evaluate", "3"], "--evaluate: needs --resume RUN_DIR"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, capsys) -> None:
@@ -158,7 +182,32 @@ def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, c
         her_ddpg.main([*argv, "--output", str(out)])
     assert exc.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and message in err[0]
+    assert len(err) == 1 and err[0].startswith("her_ddpg.py: error: ") and message in err[0], err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("yaml_entry", "message"),
+    [
+        ("gamma: 5", "key gamma: 5 is not accepted; accepted: a finite number, 0.0 <= gamma < 1.0"),
+        ("gamma: .nan", "key gamma: nan is not accepted"),
+        ("polyak: -0.5", "key polyak: -0.5 is not accepted"),
+        ("epochs: 2.5", "key epochs: 2.5 is not accepted; accepted: an integer"),
+        ("buffer_size: 1e6", "key buffer_size: '1e6' is not accepted; accepted: an integer"),
+        ("n_envs: true", "key n_envs: True is not accepted"),
+        ("bf16: 3", "key bf16: 3 is not accepted; accepted: true or false"),
+        ("n_cycle: 1", "has unknown keys ['n_cycle']"),
+    ],
+)
+def test_conf_file_values_are_range_checked_naming_file_and_key(yaml_entry, message, tmp_path, capsys) -> None:
+    conf = tmp_path / "conf.yml"
+    conf.write_text(f"goalenvs/FetchReach-v0:\n  {yaml_entry}\n")
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main(["--env", "goalenvs/FetchReach-v0", "--conf-file", str(conf), "--output", str(out)])
+    assert exc.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"her_ddpg.py: error: --conf-file: {conf}") and message in line, line
     assert not out.exists()
 
 
@@ -176,8 +225,6 @@ def test_refuses_a_non_empty_output_and_a_resume_without_checkpoint(tmp_path, ca
 
 
 def test_conf_file_entry_applies_and_options_override_it(tmp_path, capsys) -> None:
-    import json
-
     conf = tmp_path / "conf.yml"
     conf.write_text("goalenvs/FetchReach-v0:\n  n_cycles: 1\n  n_envs: 3\n  hidden: 8\n")
     out = tmp_path / "run"

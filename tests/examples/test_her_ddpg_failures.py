@@ -1,0 +1,322 @@
+"""examples/her_ddpg.py when things go wrong: the user's files, a second process, damaged files, Ctrl-C, a full disk.
+
+Each case asserts the exact outcome: the first line of stderr, the exit status and the files left in
+the run folder. Tiny settings (a run takes about a second after the imports).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("mujoco")
+pytest.importorskip("matplotlib")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+import her_ddpg  # noqa: E402
+
+TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "3", "--n-batches", "2",
+        "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "2000",
+        "--eval-episodes", "3", "--save-freq", "1", "--no-gif"]  # fmt: skip
+PREFIX = "her_ddpg.py: error: "
+
+
+def fails(capsys: pytest.CaptureFixture[str], argv: list[str], code: int = 2) -> str:
+    """Run her_ddpg.main(argv): it must exit with ``code`` and one stderr line; returns that line."""
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main(argv)
+    assert exc.value.code == code
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (but the lock, whose content is its last holder's pid) and its bytes."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+def checkpoint_dir(out: Path) -> Path:
+    (found,) = [p for p in (out / "checkpoints").iterdir() if p.name.isdigit()]
+    return found
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("finished") / "run"
+    her_ddpg.main([*TINY, "--epochs", "2", "--output", str(out)])
+    return out
+
+
+def copy_run(run: Path, tmp_path: Path) -> Path:
+    out = tmp_path / "copy"
+    shutil.copytree(run, out)
+    return out
+
+
+# ------------------------------------------------------------------------------ the user's files
+def test_force_removes_only_what_a_run_wrote(finished_run: Path, tmp_path: Path) -> None:
+    out = copy_run(finished_run, tmp_path)
+    (out / "notes.txt").write_text("my notes")
+    (out / "checkpoints" / "mine.txt").write_text("mine too")
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out), "--force"])
+    assert (out / "notes.txt").read_text() == "my notes"
+    assert (out / "checkpoints" / "mine.txt").read_text() == "mine too"
+    assert checkpoint_dir(out).name == "000000000001"  # the new run's, the old one's removed
+    assert [
+        int(r) for r in [line.split(",")[0] for line in (out / "eval.csv").read_text().splitlines()[1:]]
+    ] == [1]
+
+
+def test_force_refuses_a_file_it_would_overwrite_but_did_not_write(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "eval.csv").write_text("the user's own curve\n")
+    line = fails(capsys, [*TINY, "--output", str(out), "--force"])
+    assert line == (
+        f"{PREFIX}--force: {out} holds eval.csv, which no run of her_ddpg.py recorded writing (--force removes "
+        "only a run's own files); move them away or choose another --output"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["eval.csv"]
+
+
+def test_refuses_a_non_empty_output_without_writing(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    line = fails(capsys, [*TINY, "--output", str(out)])
+    assert line.startswith(f"{PREFIX}--output: {out} is not empty (it holds keep.txt); pass --resume")
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+def test_a_bad_value_writes_nothing_so_the_corrected_rerun_works(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "deep" / "out"
+    line = fails(capsys, [*TINY, "--seed", "-1", "--output", str(out)])
+    assert line.startswith(f"{PREFIX}--seed: -1 is not accepted")
+    assert not (tmp_path / "deep").exists()  # not even the parent folders
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
+    assert checkpoint_dir(out).name == "000000000001"
+
+
+def test_resume_with_another_output_is_refused(finished_run: Path, tmp_path: Path, capsys) -> None:
+    out = copy_run(finished_run, tmp_path)
+    before = snapshot(out)
+    line = fails(capsys, ["--resume", str(out), "--output", str(tmp_path / "other"), "--epochs", "3"])
+    assert line == (
+        f"{PREFIX}--output: --resume continues the run in its own folder {out}, not {tmp_path / 'other'}; "
+        "accepted: no --output with --resume"
+    )
+    assert snapshot(out) == before and not (tmp_path / "other").exists()
+
+
+# ------------------------------------------------------------------------------ damaged or foreign files
+def _zero(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _random(path: Path) -> None:
+    path.write_bytes(os.urandom(path.stat().st_size))
+
+
+@pytest.mark.parametrize("name", ["agent.pt", "storage.pkl", "envs.pkl"])
+@pytest.mark.parametrize(
+    "damage", [_zero, _truncate, _random], ids=["zero-bytes", "truncated", "random-bytes"]
+)
+def test_a_damaged_checkpoint_file_is_one_line(finished_run, tmp_path, capsys, name, damage) -> None:
+    out = copy_run(finished_run, tmp_path)
+    damage(checkpoint_dir(out) / name)
+    before = snapshot(out)
+    line = fails(capsys, ["--resume", str(out), "--epochs", "3"])
+    assert line.startswith(f"{PREFIX}checkpoint {checkpoint_dir(out)}: {name} is damaged (")
+    assert line.endswith(
+        "content does not match its recorded SHA-256): start again with --force, or put back a copy of the folder"
+    )
+    assert snapshot(out) == before
+
+
+def test_a_checkpoint_of_another_run_is_refused(finished_run, tmp_path, capsys) -> None:
+    out = copy_run(finished_run, tmp_path)
+    other = tmp_path / "other"
+    her_ddpg.main([*TINY, "--epochs", "2", "--seed", "1", "--output", str(other)])
+    shutil.rmtree(checkpoint_dir(out))
+    shutil.copytree(checkpoint_dir(other), out / "checkpoints" / checkpoint_dir(other).name)
+    before = snapshot(out)
+    line = fails(capsys, ["--resume", str(out), "--epochs", "3"])
+    assert line.startswith(f"{PREFIX}checkpoint {checkpoint_dir(out)} belongs to another run (run id ")
+    assert snapshot(out) == before
+
+
+def test_a_foreign_but_whole_agent_file_is_one_line(finished_run, tmp_path, capsys) -> None:
+    """Another network's agent.pt, with its hash recorded (as if the manifest were edited to match)."""
+    import hashlib
+
+    out = copy_run(finished_run, tmp_path)
+    other = tmp_path / "other"
+    her_ddpg.main([*TINY, "--epochs", "1", "--hidden", "8", "--output", str(other)])
+    target = checkpoint_dir(out)
+    shutil.copy(checkpoint_dir(other) / "agent.pt", target / "agent.pt")
+    manifest = json.loads((target / "MANIFEST.json").read_text())
+    data = (target / "agent.pt").read_bytes()
+    manifest["files"]["agent.pt"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (target / "MANIFEST.json").write_text(json.dumps(manifest))
+    line = fails(capsys, ["--resume", str(out), "--epochs", "3"])
+    assert line.startswith(f"{PREFIX}checkpoint {target}: agent.pt does not fit this run (")
+    assert line.endswith(
+        "was it copied from another run or written by another version? Start again with --force"
+    )
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda text: "", "config.json is not valid JSON"),
+        (lambda text: text[: len(text) // 2], "config.json is not valid JSON"),
+        (
+            lambda text: text.replace('"gamma": 0.98', '"gamma": 5'),
+            "config.json, key gamma: 5 is not accepted",
+        ),
+        (
+            lambda text: text.replace('"gamma": 0.98', '"gamma": 0.9'),
+            "differs from its checkpoint's settings in ['gamma']",
+        ),
+        (lambda text: text.replace('"polyak": 0.95,', ""), "does not hold the settings of a her_ddpg run"),
+        (lambda text: "[1, 2]", "does not hold the settings of a her_ddpg run"),
+    ],
+    ids=["empty", "truncated", "out-of-range", "edited", "missing-key", "not-an-object"],
+)
+def test_an_edited_or_damaged_config_is_one_line(finished_run, tmp_path, capsys, edit, message) -> None:
+    out = copy_run(finished_run, tmp_path)
+    (out / "config.json").write_text(edit((out / "config.json").read_text()))
+    before = snapshot(out)
+    line = fails(capsys, ["--resume", str(out), "--epochs", "3"])
+    assert line.startswith(PREFIX) and message in line, line
+    assert snapshot(out) == before
+
+
+def test_a_folder_of_the_other_script_is_refused(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps(her_ddpg.asdict(her_ddpg.Config())))
+    (out / ".run-manifest.json").write_text(json.dumps({"script": "train.py", "run_id": "x", "files": []}))
+    line = fails(capsys, ["--resume", str(out)])
+    assert line == f"{PREFIX}--resume: {out} is a run folder of train.py, not of her_ddpg.py"
+
+
+# ------------------------------------------------------------------------------ a full disk
+def test_a_failed_write_is_one_line_and_keeps_the_last_checkpoint(tmp_path, capsys, monkeypatch) -> None:
+    whole, out = tmp_path / "whole", tmp_path / "out"
+    her_ddpg.main([*TINY, "--epochs", "3", "--output", str(whole)])
+    real_dump, calls = pickle.dump, []
+
+    def full_disk(obj, f, *args, **kwargs):  # the storage of the epoch-2 checkpoint hits a full disk
+        calls.append(1)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(f.name))
+        return real_dump(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(her_ddpg.pickle, "dump", full_disk)
+    line = fails(capsys, [*TINY, "--epochs", "3", "--output", str(out)], code=1)
+    monkeypatch.undo()
+    assert line.startswith(f"{PREFIX}No space left on device (")
+    assert line.endswith(
+        f"go on from the checkpoint of epoch 1 with: python examples/her_ddpg.py --resume {out}"
+    )
+    assert checkpoint_dir(out).name == "000000000001"
+    assert [p.name for p in (out / "checkpoints").iterdir()] == ["000000000001"]  # no half-written one
+    her_ddpg.main(["--resume", str(out), "--no-gif"])
+    a = torch.load(checkpoint_dir(whole) / "agent.pt", weights_only=False)
+    b = torch.load(checkpoint_dir(out) / "agent.pt", weights_only=False)
+    for key, value in a["agent"]["actor"].items():
+        assert torch.equal(value, b["agent"]["actor"][key])
+    assert [r["success_rate"] for r in a["rows"]] == [r["success_rate"] for r in b["rows"]]
+
+
+# ------------------------------------------------------------------------------ other processes, signals
+def _start(argv: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen(
+        [sys.executable, str(EXAMPLES / "her_ddpg.py"), *argv],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+
+
+def _wait_for(condition, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_a_second_process_is_refused_and_a_dead_holder_is_taken_over(tmp_path, capsys) -> None:
+    out = tmp_path / "out"
+    proc = _start([*TINY, "--epochs", "1000", "--output", str(out)])
+    try:
+        _wait_for(
+            lambda: (
+                (out / "checkpoints").is_dir()
+                and any(p.name.isdigit() for p in (out / "checkpoints").iterdir())
+            ),
+            proc,
+        )
+        expected = (
+            f"{PREFIX}{out} is in use by another process (pid {proc.pid}); wait for it to end, or choose "
+            "another --output"
+        )
+        assert fails(capsys, ["--resume", str(out), "--epochs", "1000"]) == expected
+        assert fails(capsys, [*TINY, "--epochs", "2", "--output", str(out), "--force"]) == expected
+    finally:
+        proc.kill()  # SIGKILL: the kernel drops its lock
+        proc.wait()
+    assert (out / ".lock").read_text().strip() == str(proc.pid)  # the stale lock file is still there
+    her_ddpg.main(["--resume", str(out), "--epochs", str(_epochs_done(out) + 1)])
+    assert (out / ".lock").read_text().strip() == str(os.getpid())
+
+
+def _epochs_done(out: Path) -> int:
+    return json.loads((checkpoint_dir(out) / "MANIFEST.json").read_text())["meta"]["epoch"]
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_and_sigterm_say_where_to_resume_in_one_line(tmp_path, signum) -> None:
+    out = tmp_path / "out"
+    proc = _start([*TINY, "--epochs", "1000", "--output", str(out)])
+    _wait_for(
+        lambda: (
+            (out / "checkpoints").is_dir() and any(p.name.isdigit() for p in (out / "checkpoints").iterdir())
+        ),
+        proc,
+    )
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    (line,) = err.strip().splitlines()
+    assert line.startswith("her_ddpg.py: interrupted; at epoch ")
+    done = _epochs_done(out)
+    assert line.endswith(
+        f"go on from the checkpoint of epoch {done} with: python examples/her_ddpg.py --resume {out}"
+    )
+    assert not list((out / "checkpoints").glob(".tmp-*"))  # an interrupted checkpoint write cleans up
+    her_ddpg.main(["--resume", str(out), "--epochs", str(done + 1)])
+    assert _epochs_done(out) == done + 1
