@@ -100,12 +100,24 @@ def test_run_writes_curve_plot_checkpoint_and_gif(tmp_path: Path) -> None:
         assert (out / name).stat().st_size > 0, name
     checkpoint = _checkpoint(out)
     assert checkpoint.name == "000000000002"  # the epoch-1 checkpoint was removed once this one was whole
-    assert sorted(p.name for p in checkpoint.iterdir()) == ["MANIFEST.json", "agent.pt", "envs.pkl", "storage.pkl"]
+    assert sorted(p.name for p in checkpoint.iterdir()) == [
+        "MANIFEST.json",
+        "agent.pt",
+        "envs.pkl",
+        "storage.pkl",
+    ]
     with (checkpoint / "storage.pkl").open("rb") as f:
         assert pickle.load(f).num_transitions == 600
     written = json.loads((out / ".run-manifest.json").read_text())
     assert written["script"] == "her_ddpg.py"
-    assert set(written["files"]) == {".lock", "checkpoints", "commands.txt", "config.json", "eval.csv", "success.png"}
+    assert set(written["files"]) == {
+        ".lock",
+        "checkpoints",
+        "commands.txt",
+        "config.json",
+        "eval.csv",
+        "success.png",
+    }
     assert sorted(p.name for p in out.iterdir()) == sorted([*written["files"], ".run-manifest.json"])
 
 
@@ -141,7 +153,10 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
         for key, value in a["agent"][net].items():
             assert torch.equal(value, b["agent"][net][key]), (net, key)
     assert a["rng"] == b["rng"]
-    with (_checkpoint(whole) / "storage.pkl").open("rb") as f, (_checkpoint(split) / "storage.pkl").open("rb") as g:
+    with (
+        (_checkpoint(whole) / "storage.pkl").open("rb") as f,
+        (_checkpoint(split) / "storage.pkl").open("rb") as g,
+    ):
         sa, sb = pickle.load(f), pickle.load(g)
     assert sa.num_transitions == sb.num_transitions == 900  # every transition kept
     assert sa.reward_fn is None  # pickled without the env behind it; a run sets it on load
@@ -168,7 +183,10 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
         (["--gamma", "nan"], "--gamma: nan is not accepted; accepted: a finite number, 0.0 <= gamma < 1.0"),
         (["--gamma", "1"], "--gamma: 1.0 is not accepted"),
         (["--polyak", "7"], "--polyak: 7.0 is not accepted; accepted: a finite number, 0.0 <= polyak <= 1.0"),
-        (["--noise-eps", "-3"], "--noise-eps: -3.0 is not accepted; accepted: a finite number, 0.0 <= noise_eps"),
+        (
+            ["--noise-eps", "-3"],
+            "--noise-eps: -3.0 is not accepted; accepted: a finite number, 0.0 <= noise_eps",
+        ),
         (["--random-eps", "2"], "--random-eps: 2.0 is not accepted"),
         (["--lr-actor", "0"], "--lr-actor: 0.0 is not accepted; accepted: a finite number, 0.0 < lr_actor"),
         (["--lr-critic", "inf"], "--lr-critic: inf is not accepted"),
@@ -199,7 +217,9 @@ def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, c
         ("n_cycle: 1", "has unknown keys ['n_cycle']"),
     ],
 )
-def test_conf_file_values_are_range_checked_naming_file_and_key(yaml_entry, message, tmp_path, capsys) -> None:
+def test_conf_file_values_are_range_checked_naming_file_and_key(
+    yaml_entry, message, tmp_path, capsys
+) -> None:
     conf = tmp_path / "conf.yml"
     conf.write_text(f"goalenvs/FetchReach-v0:\n  {yaml_entry}\n")
     out = tmp_path / "out"
