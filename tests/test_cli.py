@@ -220,8 +220,12 @@ def _rows(table: str) -> dict[str, tuple[str, str]]:
     return rows
 
 
-def _env_line(source: str) -> str:
-    return f"{_shown(ENVS_FILE)}:{_line_of(source)}"
+def _env_line(source: str, after: str | None = None) -> str:
+    """``FILE:LINE`` of ``source`` in checker_envs.py (its first line after the line ``after``)."""
+    lines = ENVS_FILE.read_text().splitlines()
+    start = 0 if after is None else next(i for i, line in enumerate(lines) if line.startswith(after))
+    line = next(i for i, line in enumerate(lines[start:], start + 1) if line.strip() == source)
+    return f"{_shown(ENVS_FILE)}:{line}"
 
 
 def _qual(name: str) -> str:
@@ -323,6 +327,22 @@ def test_close_that_raises_is_a_failed_check_and_the_report_is_printed(
     assert main(["check", env_id, "--n-steps", "20", "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["results"][-1]["name"] == "close" and data["results"][-1]["status"] == "fail"
+
+
+@NEEDS_SIGALRM
+def test_close_that_hangs_is_a_failed_check_and_the_report_is_printed() -> None:
+    result = _run(["check", f"{ENVS_MODULE}:CheckerCloseHangs-v0", "--n-steps", "20", "--timeout", "1"])
+    assert result.returncode == 1 and result.stderr == ""
+    rows = _rows(result.stdout)
+    where = f"{_qual('CloseHangsEnv.close')} at {_env_line('time.sleep(10**6)', after='class CloseHangsEnv')}"
+    assert rows["close"] == (
+        "FAIL",
+        f"env.close() did not return within the 1 s time limit (it was running {where}). Training code "
+        "closes its envs when it ends, so it would hang there. Fix: make close() release what it holds "
+        "without waiting on it forever.",
+    )
+    n_checks = sum(c.applies_to(vector=False) for c in CHECKS)
+    assert result.stdout.rstrip().endswith(f"{n_checks} passed, 0 warning(s), 1 failed -> FAILED")
 
 
 @LINUX_ONLY

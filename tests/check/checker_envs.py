@@ -462,6 +462,13 @@ class CloseRaisesEnv(ReachEnv):
         raise RuntimeError("the simulator was already shut down")
 
 
+class CloseHangsEnv(ReachEnv):
+    """A correct env whose ``close`` waits forever (for a simulator process that never exits)."""
+
+    def close(self) -> None:
+        time.sleep(10**6)
+
+
 def make_reach(env_cls: type[gym.Env] = ReachEnv, max_episode_steps: int = 50, **kwargs: Any) -> gym.Env:
     """``env_cls(**kwargs)`` under a TimeLimit, as ``gym.make`` would wrap it."""
     return gym.wrappers.TimeLimit(env_cls(**kwargs), max_episode_steps=max_episode_steps)
@@ -475,6 +482,7 @@ for _id, _cls in (
     ("CheckerSleepingReward-v0", SleepingRewardEnv),
     ("CheckerStuckInC-v0", StuckInCEnv),
     ("CheckerCloseRaises-v0", CloseRaisesEnv),
+    ("CheckerCloseHangs-v0", CloseHangsEnv),
 ):
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=_cls, max_episode_steps=50)
