@@ -1,31 +1,41 @@
 """The ``goalenvs`` command: ``goalenvs list`` and ``goalenvs check ENV_ID``.
 
-Exit status of ``check``: 0 when no check failed, 1 when one did, 2 when the env cannot be made
-(unknown id, an import error of a ``"module:Env-v0"`` id, bad ``--env-kwargs``), with a one-line
-error on stderr and no traceback: the exception's message and, when the env's own code raised it,
-where (``raised at FILE:LINE``, with the source line for a bare ``assert``). An unknown id that an
-installed but not imported goal-env package registers (gymnasium_robotics, highway_env, panda_gym)
-gets the ``"package:ID"`` form to use.
+Exit status of ``check``: 0 when no check failed, 1 when one did (a check that ran past
+``--timeout`` and an ``env.close()`` that raised included) or the report could not be written, 2
+when the env cannot be made (unknown id, an import error of a ``"module:Env-v0"`` id, bad
+``--env-kwargs``) or an option is wrong, with a one-line error on stderr and no traceback: the
+exception's message and, when the env's own code raised it, where (``raised at FILE:LINE``, with the
+source line for a bare ``assert``). An unknown id that an installed but not imported goal-env
+package registers (gymnasium_robotics, highway_env, panda_gym) gets the ``"package:ID"`` form to use.
+
+Output: a closed pipe (``goalenvs check ... | head``) ends the command quietly with status 1, as
+Python's docs advise for SIGPIPE; any other write error (a full disk) is a one-line error, status 1.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import importlib
 import importlib.util
 import io
 import json
+import math
 import os
 import sys
+import threading
+import time
 import traceback
 import warnings
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 import gymnasium as gym
 
-from goalenvs.check import check_goal_env
+from goalenvs.check import CHECKS, CheckReport, CheckResult
+from goalenvs.check.limits import TimeLimitExceeded, deadline, describe_stack, frames_of, stack_of
+from goalenvs.check.runner import DEFAULT_TIMEOUT, MAX_TIMEOUT, hang_message, run_checks
 from goalenvs.registration import ENVS
 
 __all__ = ["main"]
@@ -102,11 +112,157 @@ def _parse_kwargs(text: str | None) -> dict[str, Any]:
     return value
 
 
+def _error(prog: str, message: str) -> None:
+    print(f"{prog}: error: {message}", file=sys.stderr)
+
+
+def _write(prog: str, text: str) -> int:
+    """Write ``text`` to stdout: EXIT_OK, or EXIT_FAILED when it cannot be written.
+
+    A closed pipe ends quietly (the reader chose to stop reading, as ``head`` does); any other error
+    (a full disk, a closed stdout) gets a one-line error on stderr. Either way stdout is then pointed
+    at os.devnull, so the interpreter's final flush does not fail again with a traceback.
+    """
+    out = sys.stdout
+    if out is None:  # Python sets it to None when started with file descriptor 1 closed
+        _error(prog, "cannot write the output: stdout is closed")
+        return EXIT_FAILED
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_FAILED
+    except OSError as err:
+        _silence_stdout()
+        _error(prog, f"cannot write the output to stdout: {err}")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _silence_stdout() -> None:
+    """Point stdout's file descriptor at os.devnull.
+
+    As https://docs.python.org/3/library/signal.html#note-on-sigpipe does after a BrokenPipeError.
+    """
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (captured output)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     width = max((len(e.id) for e in ENVS), default=0)
-    for entry in ENVS:
-        print(f"{entry.id:<{width}}  {entry.description}")
-    return EXIT_OK
+    return _write("goalenvs list", "".join(f"{e.id:<{width}}  {e.description}\n" for e in ENVS))
+
+
+class _Watchdog:
+    """Ends ``goalenvs check`` with the report so far when a check overruns its limit unstopped.
+
+    The time limit (SIGALRM, :func:`goalenvs.check.limits.deadline`) interrupts Python code in the
+    main thread only. A check still running ``grace`` seconds past its limit is stuck where no signal
+    reaches (C code that does not return to Python, code that catches the interrupt, a platform
+    without SIGALRM): this thread then prints the report so far, that check failed and the rest
+    skipped, and ends the process with status 1 (``os._exit``: the stuck thread cannot be stopped).
+    It needs the GIL, which C code may hold forever; for that case faulthandler's own C thread dumps
+    the Python stacks to stderr and exits with status 1 a ``grace`` later.
+
+    Args:
+        report: the report the checks append to as they end.
+        limit: the time limit of one check, in seconds.
+        planned: the names of the checks that will run, in order.
+        emit: writes a report to stdout and returns the exit status of the write.
+    """
+
+    def __init__(
+        self, report: CheckReport, limit: float, planned: list[str], emit: Callable[[CheckReport], int]
+    ) -> None:
+        self._report = report
+        self._limit = limit
+        self._grace = max(1.0, 0.1 * limit)
+        self._planned = planned
+        self._emit = emit
+        self._checked = threading.get_ident()  # the thread that runs the checks
+        self._cond = threading.Condition()
+        self._current: str | None = None
+        self._deadline: float | None = None
+        self._stopped = False
+        threading.Thread(target=self._watch, name="goalenvs-check-watchdog", daemon=True).start()
+
+    def on_check(self, name: str | None) -> None:
+        """``name`` starts now (its deadline too); None: nothing more to watch."""
+        with self._cond:
+            self._current = name
+            self._deadline = None if name is None else time.monotonic() + self._limit + self._grace
+            self._cond.notify()
+        try:
+            if name is None:
+                faulthandler.cancel_dump_traceback_later()
+            else:
+                faulthandler.dump_traceback_later(self._limit + 2 * self._grace, exit=True, file=sys.stderr)
+        except (AttributeError, ValueError, OSError, RuntimeError):  # stderr is no real file: no last resort
+            pass
+
+    def stop(self) -> None:
+        """Nothing more to watch: end the thread."""
+        self.on_check(None)
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+
+    def _watch(self) -> None:
+        with self._cond:
+            while not self._stopped and (self._deadline is None or self._deadline > time.monotonic()):
+                self._cond.wait(None if self._deadline is None else self._deadline - time.monotonic())
+            if not self._stopped:
+                self._give_up(self._current)
+
+    def _give_up(self, name: str | None) -> NoReturn:
+        call, where = describe_stack(stack_of(sys._current_frames().get(self._checked)))
+        report = self._report
+        results = list(report.results)
+        if name is not None and all(r.name != name for r in results):
+            message = hang_message(call, where, self._limit, interrupted=False)
+            results.append(CheckResult(name, "fail", message))
+        done = {r.name for r in results} | {n for n, _ in report.skipped}
+        why = f"the checker stopped at {name}, stuck in a call it could not interrupt"
+        skipped = list(report.skipped) + [(n, why) for n in self._planned if n not in done]
+        self._emit(CheckReport(report.env_id, results, skipped))
+        os._exit(EXIT_FAILED)
+
+
+def _close(env: Any, limit: float) -> CheckResult | None:
+    """``env.close()`` under the time limit; a failed ``close`` result when it raised or hung, else None."""
+    try:
+        with deadline(limit):
+            env.close()
+    except TimeLimitExceeded as hang:
+        _, where = describe_stack(frames_of(hang.__traceback__))
+        return CheckResult(
+            "close", "fail",
+            f"env.close() did not return within the {limit:g} s time limit (it was running {where}). "
+            "Training code closes its envs when it ends, so it would hang there. Fix: make close() "
+            "release what it holds without waiting on it forever.",
+        )  # fmt: skip
+    except Exception as err:
+        return CheckResult(
+            "close", "fail",
+            f"env.close() raised {_one_line(err)}. Training code closes its envs when it ends (a vector "
+            "env closes each sub-env), often in a finally block, where this error would end the run or "
+            "hide the error that did. Fix: make close() safe to call at any time, and more than once.",
+        )  # fmt: skip
+    return None
+
+
+def _render(args: argparse.Namespace, report: CheckReport) -> str:
+    """The report as ``goalenvs check`` prints it: a table under a header line, or one JSON object."""
+    if args.json:
+        return json.dumps(report.to_dict()) + "\n"
+    header = f"goalenvs check {args.env_id} (n_steps={args.n_steps}, seed={args.seed})"
+    return f"{header}\n\n{report.format()}\n"
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
@@ -135,17 +291,26 @@ def _cmd_check(args: argparse.Namespace) -> int:
                     )
             print(f"{prog}: error: cannot make {args.env_id!r}: {_one_line(err)}{hint}", file=sys.stderr)
             return EXIT_CANNOT_MAKE
+        report = CheckReport(env_id=args.env_id, results=[])
+        planned = [c.name for c in CHECKS if c.applies_to(isinstance(env, gym.vector.VectorEnv))]
+        watchdog = _Watchdog(
+            report, args.timeout, planned, lambda partial: _write(prog, _render(args, partial))
+        )
+        closed = None
         try:
-            report = check_goal_env(env, n_steps=args.n_steps, seed=args.seed)
+            # No final reset, unlike check_goal_env: the env is closed right away.
+            run_checks(
+                env, report, n_steps=args.n_steps, seed=args.seed, timeout=args.timeout,
+                on_check=watchdog.on_check,
+            )  # fmt: skip
         finally:
-            env.close()
-    report.env_id = args.env_id
-    if args.json:
-        print(json.dumps(report.to_dict()))
-    else:
-        print(f"goalenvs check {args.env_id} (n_steps={args.n_steps}, seed={args.seed})\n")
-        print(report.format())
-    return EXIT_OK if report.passed else EXIT_FAILED
+            watchdog.on_check("close")
+            closed = _close(env, args.timeout)
+            watchdog.stop()
+    if closed is not None:
+        report.results.append(closed)
+    written = _write(prog, _render(args, report))
+    return written if written != EXIT_OK else EXIT_OK if report.passed else EXIT_FAILED
 
 
 def _positive_int(text: str) -> int:
@@ -168,8 +333,27 @@ def _seed(text: str) -> int:
     return value
 
 
+def _timeout(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value < MAX_TIMEOUT:  # NaN too
+        raise argparse.ArgumentTypeError(
+            f"expected a number of seconds in (0, {MAX_TIMEOUT:.0f}), got {text!r}"
+        )
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_CANNOT_MAKE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="goalenvs", description="Goal-conditioned Gymnasium environments and their contract checker."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -179,7 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="check that an env keeps the GoalEnv contract HER relies on",
         description="Check that an env keeps the GoalEnv contract HER relies on. Exit status: 0 when "
-        "no check failed, 1 when one did, 2 when the env cannot be made.",
+        "no check failed, 1 when one did (or the report could not be written), 2 when the env cannot "
+        "be made or an option is wrong.",
     )
     p_check.add_argument(
         "env_id",
@@ -194,6 +379,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_check.add_argument(
         "--seed", type=_seed, default=0, metavar="S", help="seed of resets, actions, goals (0)"
+    )
+    p_check.add_argument(
+        "--timeout",
+        type=_timeout,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"time limit of each check; one that runs past it fails ({DEFAULT_TIMEOUT:g})",
     )
     p_check.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p_check.set_defaults(func=_cmd_check)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -135,11 +137,41 @@ def test_id_of_an_installed_package_not_imported_suggests_its_prefix(env_id: str
     )
 
 
-@pytest.mark.parametrize("argv", [["check", GOOD, "--n-steps", "0"], ["check", GOOD, "--seed", "-1"], []])
-def test_bad_options_are_usage_errors(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+TIMEOUT_ERROR = "argument --timeout: expected a number of seconds in (0, 1000000), got"
+
+
+@pytest.mark.parametrize(
+    ("argv", "phrase"),
+    [
+        (["check", GOOD, "--n-steps", "0"], "argument --n-steps: expected an integer >= 1, got 0"),
+        (["check", GOOD, "--n-steps", "-1"], "argument --n-steps: expected an integer >= 1, got -1"),
+        (["check", GOOD, "--n-steps", "abc"], "argument --n-steps: expected an integer >= 1, got 'abc'"),
+        (["check", GOOD, "--seed", "-1"], "argument --seed: expected an integer >= 0, got -1"),
+        (["check", GOOD, "--seed", "abc"], "argument --seed: expected an integer >= 0, got 'abc'"),
+        *[
+            (["check", GOOD, "--timeout", text], f"{TIMEOUT_ERROR} {text!r}")
+            for text in ("0", "-1", "nan", "inf", "1e7", "abc")
+        ],
+        (["check"], "the following arguments are required: ENV_ID"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors(
+    argv: list[str], phrase: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as exc:
         main(argv)
     assert exc.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == f"goalenvs check: error: {phrase} (see goalenvs check --help)\n"
+
+
+def test_no_command_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err == "goalenvs: error: the following arguments are required: COMMAND (see goalenvs --help)\n"
 
 
 def test_python_dash_m_goalenvs_runs_without_traceback() -> None:
@@ -155,3 +187,202 @@ def test_python_dash_m_goalenvs_runs_without_traceback() -> None:
         capture_output=True, text=True, env=env, cwd=ROOT, check=False,
     )  # fmt: skip
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and bad.stderr.count("\n") == 1
+
+
+# ---- hangs, a raising close, output that cannot be written -------------------------------------------
+
+NEEDS_SIGALRM = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no SIGALRM (Windows)")
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc mutexes, /dev/full")
+
+
+def _run(args: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m goalenvs ARGS`` in a fresh process; a hang fails the test at 60 s instead of hanging it."""
+    return subprocess.run(
+        [sys.executable, "-m", "goalenvs", *args], text=True, cwd=ROOT, timeout=60, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, **{"capture_output": True, **kwargs},
+    )  # fmt: skip
+
+
+def _rows(table: str) -> dict[str, tuple[str, str]]:
+    """``{check: (STATUS, message)}`` from a printed table, wrapped message lines joined."""
+    rows: dict[str, tuple[str, str]] = {}
+    last = ""
+    for line in table.splitlines()[2:]:
+        if not line.strip() or line.startswith(" "):
+            if line.strip() and last:
+                rows[last] = (rows[last][0], rows[last][1] + " " + line.strip())
+            continue
+        if line[:4] in ("PASS", "WARN", "FAIL", "SKIP"):
+            # A SKIP row is named by its count: "(5 checks)".
+            end = line.index(")") + 1 if line.startswith("SKIP") else line.index(" ", 6)
+            last = line[6:end]
+            rows[last] = (line[:4], line[end:].strip())
+    return rows
+
+
+def _env_line(source: str, after: str | None = None) -> str:
+    """``FILE:LINE`` of ``source`` in checker_envs.py (its first line after the line ``after``)."""
+    lines = ENVS_FILE.read_text().splitlines()
+    start = 0 if after is None else next(i for i, line in enumerate(lines) if line.startswith(after))
+    line = next(i for i, line in enumerate(lines[start:], start + 1) if line.strip() == source)
+    return f"{_shown(ENVS_FILE)}:{line}"
+
+
+def _qual(name: str) -> str:
+    """How a hang message names a method: with its class from Python 3.11 (``co_qualname``) on."""
+    return name if sys.version_info >= (3, 11) else name.rsplit(".", 1)[-1]
+
+
+STUCK_LINE = "libc.pthread_mutex_lock(mutex)  # a default mutex locked again by its owner: never returns"
+CLOSE_LINE = 'raise RuntimeError("the simulator was already shut down")'
+
+
+@NEEDS_SIGALRM
+def test_step_looping_forever_fails_the_rollout_and_the_report_is_printed() -> None:
+    env_id = f"{ENVS_MODULE}:CheckerHangingStep-v0"
+    result = _run(["check", env_id, "--n-steps", "20", "--timeout", "1"])
+    assert result.returncode == 1 and result.stderr == ""
+    rows = _rows(result.stdout)
+    assert rows["rollout"][0] == "FAIL"
+    where = f"{_qual('HangingStepEnv.step')} at {_shown(ENVS_FILE)}:"
+    assert rows["rollout"][1].startswith(
+        f"step did not return within the 1 s time limit (it was running {where}"
+    )
+    n_skipped = sum(c.applies_to(vector=False) for c in CHECKS) - 4
+    status, message = rows[f"({n_skipped} checks)"]  # the later checks, listed as not run
+    assert status == "SKIP" and message.endswith("not run: step did not return within the 1 s time limit")
+    assert result.stdout.rstrip().endswith(f"3 passed, 0 warning(s), 1 failed, {n_skipped} skipped -> FAILED")
+
+
+@NEEDS_SIGALRM
+def test_compute_reward_sleeping_forever_fails_and_the_later_checks_still_run() -> None:
+    env_id = f"{ENVS_MODULE}:CheckerSleepingReward-v0"
+    result = _run(["check", env_id, "--n-steps", "20", "--timeout", "1"])
+    assert result.returncode == 1 and result.stderr == ""
+    rows = _rows(result.stdout)
+    where = f"{_qual('SleepingRewardEnv.compute_reward')} at {_env_line('time.sleep(10**6)')}"
+    assert rows["reward_contract"] == (
+        "FAIL",
+        f"compute_reward did not return within the 1 s time limit (it was running {where}). The env hangs "
+        "there (an endless loop, a wait that never ends) or is too slow for the limit: fix the hang, or "
+        "raise timeout (--timeout) / lower n_steps (--n-steps).",
+    )
+    for name in ("compute_terminated", "compute_truncated", "reset_seeding", "deepcopy", "pickle"):
+        assert rows[name][0] == "PASS", name
+    assert rows["(5 checks)"] == (
+        "SKIP",
+        "compute_reward_vectorized, compute_reward_pure, reward_depends_on_goals, "
+        "best_reward_at_goal, empty_infos not run: compute_reward did not return within the 1 s time limit",
+    )
+
+
+@LINUX_ONLY
+def test_step_stuck_in_c_without_the_gil_is_reported_by_the_watchdog() -> None:
+    env_id = f"{ENVS_MODULE}:CheckerStuckInC-v0"
+    result = _run(["check", env_id, "--n-steps", "20", "--timeout", "1", "--json"])
+    assert result.returncode == 1 and result.stderr == ""
+    report = json.loads(result.stdout)
+    assert report["passed"] is False
+    assert report["results"][-1] == {
+        "name": "rollout",
+        "status": "fail",
+        "message": "step did not return within the 1 s time limit and could not be interrupted (it was "
+        f"running {_qual('StuckInCEnv.step')} at {_env_line(STUCK_LINE)}): C code that does "
+        "not return to Python, or code that catches the interrupt and carries on. The checker stopped "
+        "here: the env is stuck in that call.",
+    }
+    later = [c.name for c in CHECKS if c.applies_to(vector=False)][4:]
+    reason = "the checker stopped at rollout, stuck in a call it could not interrupt"
+    assert report["skipped"] == [{"name": name, "reason": reason} for name in later]
+
+
+@LINUX_ONLY
+def test_step_stuck_in_c_holding_the_gil_ends_with_its_stack() -> None:
+    env_id = f"{ENVS_MODULE}:CheckerStuckInC-v0"
+    result = _run(
+        ["check", env_id, "--n-steps", "20", "--timeout", "1", "--env-kwargs", '{"release_gil": false}']
+    )
+    # No Python thread can run: faulthandler's C thread names where it hangs and ends the process.
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("Timeout (0:00:03)!\n")
+    assert f'File "{ENVS_FILE}", line {_line_of(STUCK_LINE)} in step' in result.stderr
+
+
+def test_close_that_raises_is_a_failed_check_and_the_report_is_printed(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    env_id = f"{ENVS_MODULE}:CheckerCloseRaises-v0"
+    assert main(["check", env_id, "--n-steps", "20"]) == 1
+    rows = _rows(capsys.readouterr().out)
+    assert rows["close"] == (
+        "FAIL",
+        "env.close() raised RuntimeError: the simulator was already shut down (raised at "
+        f"{_env_line(CLOSE_LINE)}). Training code closes "
+        "its envs when it ends (a vector env closes each sub-env), often in a finally block, where this "
+        "error would end the run or hide the error that did. Fix: make close() safe to call at any time, "
+        "and more than once.",
+    )
+    n_checks = sum(c.applies_to(vector=False) for c in CHECKS)
+    assert [status for name, (status, _) in rows.items() if name != "close"] == ["PASS"] * n_checks
+    assert main(["check", env_id, "--n-steps", "20", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["results"][-1]["name"] == "close" and data["results"][-1]["status"] == "fail"
+
+
+@NEEDS_SIGALRM
+def test_close_that_hangs_is_a_failed_check_and_the_report_is_printed() -> None:
+    result = _run(["check", f"{ENVS_MODULE}:CheckerCloseHangs-v0", "--n-steps", "20", "--timeout", "1"])
+    assert result.returncode == 1 and result.stderr == ""
+    rows = _rows(result.stdout)
+    where = f"{_qual('CloseHangsEnv.close')} at {_env_line('time.sleep(10**6)', after='class CloseHangsEnv')}"
+    assert rows["close"] == (
+        "FAIL",
+        f"env.close() did not return within the 1 s time limit (it was running {where}). Training code "
+        "closes its envs when it ends, so it would hang there. Fix: make close() release what it holds "
+        "without waiting on it forever.",
+    )
+    n_checks = sum(c.applies_to(vector=False) for c in CHECKS)
+    assert result.stdout.rstrip().endswith(f"{n_checks} passed, 0 warning(s), 1 failed -> FAILED")
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize(
+    "args", [["check", GOOD, "--n-steps", "5", "--json"], ["check", GOOD, "--n-steps", "5"], ["list"]],
+    ids=["json", "table", "list"],
+)  # fmt: skip
+def test_full_disk_is_a_one_line_error_and_exit_1(args: list[str]) -> None:
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        result = _run(args, capture_output=False, stdout=full, stderr=subprocess.PIPE)
+    prog = "goalenvs check" if args[0] == "check" else "goalenvs list"
+    assert result.returncode == 1
+    assert (
+        result.stderr
+        == f"{prog}: error: cannot write the output to stdout: [Errno 28] No space left on device\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["check", GOOD, "--n-steps", "5", "--json"], ["check", GOOD, "--n-steps", "5"]],
+    ids=["json", "table"],
+)
+def test_closed_pipe_ends_quietly_with_exit_1(args: list[str]) -> None:
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before anything is written (as `| head` after its lines)
+    try:
+        result = _run(args, capture_output=False, stdout=write, stderr=subprocess.PIPE)
+    finally:
+        os.close(write)
+    assert result.returncode == 1 and result.stderr == ""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="preexec_fn")
+def test_closed_stdout_is_a_one_line_error_and_exit_1() -> None:
+    result = _run(
+        ["check", GOOD, "--n-steps", "5"], capture_output=False, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, preexec_fn=lambda: os.close(1),
+    )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr == "goalenvs check: error: cannot write the output: stdout is closed\n"

@@ -11,6 +11,8 @@ integration work per step, to emulate a simulator's cost in benchmarks.
 
 from __future__ import annotations
 
+import ctypes
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -407,6 +409,66 @@ class AssertInInitEnv(ReachEnv):
         super().__init__()
 
 
+# ---- envs that hang or fail to close: the checker's time limits and the CLI's cleanup ---------------
+
+
+class HangingStepEnv(ReachEnv):
+    """``step`` loops forever in Python: a settle loop whose exit condition is never met."""
+
+    def step(self, action: np.ndarray):
+        settled = False
+        while not settled:  # pos is clipped to [-1, 1]: never settles
+            settled = bool(self.pos[0] > 2.0)
+        return super().step(action)
+
+
+class SleepingRewardEnv(ReachEnv):
+    """``compute_reward`` waits forever (for a result that never comes); ``step`` has its own reward."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        time.sleep(10**6)
+        return super().compute_reward(achieved_goal, desired_goal, info)
+
+    def step(self, action: np.ndarray):
+        self._move(action)
+        obs = self._obs()
+        reward = -float(np.linalg.norm(obs["achieved_goal"] - obs["desired_goal"]) > THRESHOLD)
+        return obs, reward, False, False, self._info(obs)
+
+
+class StuckInCEnv(ReachEnv):
+    """``step`` deadlocks in C (a mutex locked twice), as a simulator extension can: no signal stops it.
+
+    With ``release_gil`` the C call releases the GIL (``ctypes.CDLL``, as simulators' steps do);
+    without, it holds it (``ctypes.PyDLL``), so no other Python thread runs either. Linux (glibc) only.
+    """
+
+    def __init__(self, release_gil: bool = True) -> None:
+        super().__init__()
+        self.release_gil = release_gil
+
+    def step(self, action: np.ndarray):
+        libc = ctypes.CDLL(None) if self.release_gil else ctypes.PyDLL(None)
+        mutex = ctypes.create_string_buffer(64)  # all zeros: a PTHREAD_MUTEX_INITIALIZER on glibc
+        libc.pthread_mutex_lock(mutex)
+        libc.pthread_mutex_lock(mutex)  # a default mutex locked again by its owner: never returns
+        return super().step(action)
+
+
+class CloseRaisesEnv(ReachEnv):
+    """A correct env whose ``close`` raises."""
+
+    def close(self) -> None:
+        raise RuntimeError("the simulator was already shut down")
+
+
+class CloseHangsEnv(ReachEnv):
+    """A correct env whose ``close`` waits forever (for a simulator process that never exits)."""
+
+    def close(self) -> None:
+        time.sleep(10**6)
+
+
 def make_reach(env_cls: type[gym.Env] = ReachEnv, max_episode_steps: int = 50, **kwargs: Any) -> gym.Env:
     """``env_cls(**kwargs)`` under a TimeLimit, as ``gym.make`` would wrap it."""
     return gym.wrappers.TimeLimit(env_cls(**kwargs), max_episode_steps=max_episode_steps)
@@ -416,6 +478,11 @@ for _id, _cls in (
     ("CheckerReach-v0", ReachEnv),
     ("CheckerActionPenalty-v0", ActionPenaltyEnv),
     ("CheckerAssertInInit-v0", AssertInInitEnv),
+    ("CheckerHangingStep-v0", HangingStepEnv),
+    ("CheckerSleepingReward-v0", SleepingRewardEnv),
+    ("CheckerStuckInC-v0", StuckInCEnv),
+    ("CheckerCloseRaises-v0", CloseRaisesEnv),
+    ("CheckerCloseHangs-v0", CloseHangsEnv),
 ):
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=_cls, max_episode_steps=50)

@@ -5,6 +5,12 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 import warnings
 from collections.abc import Callable
 
@@ -17,6 +23,7 @@ import goalenvs
 import goalenvs.core
 from goalenvs import CheckReport, GoalEnvError, check_goal_env
 from goalenvs.check import CHECKS
+from goalenvs.check.limits import TimeLimitExceeded, deadline
 from tests.check import checker_envs as ce
 from tests.conftest import make_params
 
@@ -257,11 +264,133 @@ def test_user_action_space_is_not_reseeded() -> None:
         ({"n_steps": True}, TypeError),
         ({"seed": -1}, ValueError),
         ({"seed": None}, TypeError),
+        ({"timeout": 0}, ValueError),
+        ({"timeout": -1.0}, ValueError),
+        ({"timeout": float("nan")}, ValueError),
+        ({"timeout": float("inf")}, ValueError),
+        ({"timeout": 1e7}, ValueError),
+        ({"timeout": "60"}, TypeError),
     ],
 )
 def test_bad_arguments_are_rejected(kwargs: dict, error: type[Exception]) -> None:
     with pytest.raises(error, match=next(iter(kwargs))):
         check_goal_env(ce.make_reach(), **kwargs)
+
+
+# ---- time limits -----------------------------------------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NEEDS_SIGALRM = pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="no SIGALRM (Windows)")
+
+
+def _qual(name: str) -> str:
+    """How a hang message names a method: with its class from Python 3.11 (``co_qualname``) on."""
+    return name if sys.version_info >= (3, 11) else name.rsplit(".", 1)[-1]
+
+
+def _check_in_subprocess(env_cls: str, timeout: float) -> tuple[dict, float, str]:
+    """``check_goal_env`` on ``checker_envs.<env_cls>`` in a fresh process: its report, its seconds and its
+    table. A limit that fails to stop the env fails the test at ``subprocess.run``'s own timeout."""
+    code = (
+        "import json, signal, time\n"
+        "from goalenvs import check_goal_env\n"
+        "from tests.check import checker_envs as ce\n"
+        "t = time.perf_counter()\n"
+        f"report = check_goal_env(ce.make_reach(ce.{env_cls}), n_steps=20, timeout={timeout})\n"
+        "seconds = time.perf_counter() - t\n"
+        "# No alarm left armed, the default handler back:\n"
+        "assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)\n"
+        "assert signal.getsignal(signal.SIGALRM) == signal.SIG_DFL\n"
+        "print(json.dumps([report.to_dict(), seconds, str(report)]))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=30, check=False,
+        env={**os.environ, "PYTHONPATH": ROOT},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report, seconds, table = json.loads(result.stdout)
+    return report, seconds, table
+
+
+@NEEDS_SIGALRM
+def test_step_looping_forever_fails_the_rollout_and_skips_what_needs_it() -> None:
+    report, seconds, table = _check_in_subprocess("HangingStepEnv", timeout=0.5)
+    assert 0.5 <= seconds < 10
+    results = {r["name"]: (r["status"], r["message"]) for r in report["results"]}
+    assert [name for name, (status, _) in results.items() if status != "pass"] == ["rollout"]
+    where = f"{_qual('HangingStepEnv.step')} at tests/check/checker_envs.py:"
+    assert results["rollout"][1].startswith(
+        f"step did not return within the 0.5 s time limit (it was running {where}"
+    )
+    assert set(results) == {"observation_space", "wrapper_keeps_goals", "compute_reward_defined", "rollout"}
+    assert {s["name"] for s in report["skipped"]} == SINGLE_ENV_CHECKS - set(results)
+    assert {s["reason"] for s in report["skipped"]} == {"step did not return within the 0.5 s time limit"}
+    n_skipped = len(SINGLE_ENV_CHECKS) - 4
+    assert table.rstrip().endswith(f"3 passed, 0 warning(s), 1 failed, {n_skipped} skipped -> FAILED")
+
+
+@NEEDS_SIGALRM
+def test_compute_reward_sleeping_forever_fails_once_and_the_other_checks_still_run() -> None:
+    report, seconds, _ = _check_in_subprocess("SleepingRewardEnv", timeout=0.5)
+    assert 0.5 <= seconds < 10  # one limit waited out, not one per check calling compute_reward
+    results = {r["name"]: (r["status"], r["message"]) for r in report["results"]}
+    status, message = results["reward_contract"]
+    where = f"{_qual('SleepingRewardEnv.compute_reward')} at tests/check/checker_envs.py:"
+    assert status == "fail"
+    assert message.startswith(
+        f"compute_reward did not return within the 0.5 s time limit (it was running {where}"
+    )
+    needs_reward = {c.name for c in CHECKS if "compute_reward_defined" in c.after} - {"reward_contract"}
+    assert {s["name"]: s["reason"] for s in report["skipped"]} == {
+        name: "compute_reward did not return within the 0.5 s time limit"
+        for name in needs_reward & SINGLE_ENV_CHECKS
+    }
+    later = ["compute_terminated", "compute_truncated", "reset_seeding", "rollout_determinism", "pickle"]
+    assert [results[name][0] for name in later] == ["pass"] * len(later)
+
+
+@NEEDS_SIGALRM
+def test_deadline_interrupts_python_and_restores_the_previous_handler() -> None:
+    def previous(signum: int, frame: object) -> None:
+        raise AssertionError("the previous handler must not run")
+
+    old = signal.signal(signal.SIGALRM, previous)
+    try:
+        start = time.perf_counter()
+        with pytest.raises(TimeLimitExceeded, match="ran past its 0.2 s time limit"), deadline(0.2):
+            time.sleep(30)
+        assert 0.2 <= time.perf_counter() - start < 5
+        with deadline(5.0):  # a body that ends in time: no alarm left behind
+            pass
+        assert signal.getsignal(signal.SIGALRM) is previous
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        signal.signal(signal.SIGALRM, old)
+
+
+@NEEDS_SIGALRM
+def test_deadline_leaves_a_running_timer_of_another_alone() -> None:
+    fired: list[int] = []
+    old = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with deadline(0.05):
+            time.sleep(0.2)  # not interrupted: the timer is the other's
+        assert fired == [] and signal.getitimer(signal.ITIMER_REAL)[0] > 0
+        time.sleep(0.5)
+        assert fired == [signal.SIGALRM]
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_check_runs_without_a_limit_off_the_main_thread_and_with_timeout_none() -> None:
+    reports: list[CheckReport] = []
+    worker = threading.Thread(target=lambda: reports.append(check_goal_env(ce.make_reach(), n_steps=20)))
+    worker.start()
+    worker.join(60)
+    assert not worker.is_alive() and reports[0].passed
+    assert check_goal_env(ce.make_reach(), n_steps=20, timeout=None).passed
 
 
 def test_non_env_is_rejected() -> None:
