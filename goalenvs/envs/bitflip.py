@@ -615,7 +615,7 @@ class BitFlipVectorEnv(_BitFlipGoalFunctions, NativeVectorEnv):
         reward = self.task.reward_of(terminated)
         return info, reward, terminated, self.task.truncated_at(info["elapsed_steps"])
 
-    def render(self) -> tuple[Any, ...] | None:
+    def _render(self) -> tuple[Any, ...] | None:
         if self.render_mode == "rgb_array":
             return tuple(_render_rgb(s, g) for s, g in zip(self._state, self._goal, strict=True))
         if self.render_mode == "ansi":

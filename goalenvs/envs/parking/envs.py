@@ -465,7 +465,7 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
             _truncated(info["time"], c.duration),
         )
 
-    def render(self) -> tuple[np.ndarray, ...] | None:
+    def _render(self) -> tuple[np.ndarray, ...] | None:
         if self.render_mode is None:
             _warn_no_render_mode()
             return None

@@ -1,0 +1,253 @@
+"""The envs under misuse: two threads on one env, use after close(), non-finite actions and goals.
+
+Each misuse must end in a clear error raised before any state changes (so the env goes on exactly as
+if the bad call had never been made), or, for goals, in the reward, termination and ``is_success``
+agreeing. Races that used to crash the interpreter run in a subprocess, so a segfault fails the test
+instead of killing pytest.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import goalenvs
+from goalenvs.envs.bitflip import BitFlipVectorEnv
+from goalenvs.envs.parking import ParkingVectorEnv
+from goalenvs.vector import ClosedVectorEnvError, ConcurrentUseError
+
+HAS_FETCH = (
+    importlib.util.find_spec("mujoco") is not None
+    and importlib.util.find_spec("gymnasium_robotics") is not None
+)
+needs_fetch = pytest.mark.skipif(not HAS_FETCH, reason="the Fetch tasks need goalenvs[fetch]")
+
+
+def _fetch_vector(n: int = 3, **kwargs: Any) -> Any:
+    from goalenvs.envs.fetch import FetchVectorEnv
+
+    return FetchVectorEnv(n, "push", num_threads=2, **kwargs)
+
+
+def _fetch_single(**kwargs: Any) -> Any:
+    from goalenvs.envs.fetch import FetchEnv
+
+    return FetchEnv("push", **kwargs)
+
+
+# Each vector family: a constructor and a good batch of actions for num_envs = 3.
+VECTOR_FAMILIES: dict[str, tuple[Callable[[], Any], np.ndarray]] = {
+    "bitflip": (lambda: BitFlipVectorEnv(3, n_bits=4, render_mode="ansi"), np.array([0, 1, 2])),
+    "parking": (lambda: ParkingVectorEnv(3, render_mode="rgb_array"), np.full((3, 2), 0.3, np.float32)),
+    "fetch": (lambda: _fetch_vector(3), np.full((3, 4), 0.3, np.float32)),
+}
+VECTOR_PARAMS = [
+    pytest.param(name, marks=[needs_fetch] if name == "fetch" else [], id=name) for name in VECTOR_FAMILIES
+]
+
+
+def _assert_same(a: Any, b: Any, where: str = "") -> None:
+    """Exact equality of step/reset outputs (dicts of arrays, arrays, scalars), NaN equal to NaN."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for key in a:
+            _assert_same(a[key], b[key], f"{where}[{key!r}]")
+    elif isinstance(a, tuple):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            _assert_same(x, y, f"{where}[{i}]")
+    else:
+        assert np.array_equal(np.asarray(a), np.asarray(b), equal_nan=np.asarray(a).dtype.kind == "f"), where
+
+
+class _HeldAction:
+    """An action whose conversion to an array waits until released: it keeps a ``step`` open in its thread."""
+
+    def __init__(self, value: np.ndarray) -> None:
+        self.value = value
+        self.inside = threading.Event()
+        self.go_on = threading.Event()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        self.inside.set()
+        assert self.go_on.wait(30), "the test never released the held step"
+        return np.asarray(self.value, dtype=dtype)
+
+
+def _hold_step(env: Any, action: np.ndarray) -> tuple[threading.Thread, _HeldAction, list]:
+    """Start ``env.step(action)`` in a thread and return once that step is inside the env, held open."""
+    held, results = _HeldAction(action), []
+    thread = threading.Thread(target=lambda: results.append(env.step(held)))
+    thread.start()
+    assert held.inside.wait(30)
+    return thread, held, results
+
+
+# ---- 1. one env, one thread -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", VECTOR_PARAMS)
+def test_a_second_thread_entering_a_vector_env_is_refused_at_once_and_changes_nothing(family: str) -> None:
+    make, actions = VECTOR_FAMILIES[family]
+    env, twin = make(), make()
+    env.reset(seed=3)
+    twin.reset(seed=3)
+    name = type(env).__name__
+    thread, held, results = _hold_step(env, actions)
+    try:
+        for method, call in [
+            ("step", lambda: env.step(actions)),
+            ("reset", lambda: env.reset(seed=9)),
+            ("render", env.render),
+            ("close", env.close),
+        ]:
+            with pytest.raises(ConcurrentUseError) as caught:
+                call()
+            assert str(caught.value) == (
+                f"{name}.{method} called from two threads at once (another thread is in {name}.step); "
+                "one vector env is not thread-safe: give each thread its own"
+            )
+            assert isinstance(caught.value, RuntimeError)
+    finally:
+        held.go_on.set()
+        thread.join(30)
+    # The held step went through; the refused calls left no trace: the env goes on as its twin does.
+    assert not env.closed and len(results) == 1
+    _assert_same(results[0], twin.step(actions), "held step")
+    _assert_same(env.step(actions), twin.step(actions), "next step")
+    env.close()
+    twin.close()
+
+
+@needs_fetch
+def test_a_second_thread_entering_a_fetch_env_is_refused_at_once_and_changes_nothing() -> None:
+    env, twin = _fetch_single(), _fetch_single()
+    env.reset(seed=3)
+    twin.reset(seed=3)
+    action = np.full(4, 0.3, np.float32)
+    thread, held, results = _hold_step(env, action)
+    try:
+        for method, call in [("step", lambda: env.step(action)), ("reset", lambda: env.reset(seed=9))]:
+            with pytest.raises(ConcurrentUseError) as caught:
+                call()
+            assert str(caught.value) == (
+                f"FetchEnv.{method} called from two threads at once; one env is not thread-safe "
+                "(MuJoCo would crash): give each thread its own"
+            )
+    finally:
+        held.go_on.set()
+        thread.join(30)
+    _assert_same(results[0], twin.step(action), "held step")
+    _assert_same(env.step(action), twin.step(action), "next step")
+
+
+# The race itself: two threads step one Fetch env as fast as they can. Before the guard it died of
+# SIGSEGV (or MuJoCo's "nefc under-allocation") in most runs; now one thread is told, the other
+# finishes, and the env is still usable. Rounds repeat until the threads have overlapped once.
+_RACE = textwrap.dedent(
+    """
+    import json, sys, threading
+    import numpy as np
+    from goalenvs.envs.fetch import FetchEnv, FetchVectorEnv
+
+    vector = sys.argv[1] == "vector"
+    env = FetchVectorEnv(8, "push", num_threads=4) if vector else FetchEnv("push")
+    env.reset(seed=0)
+    shape = (8, 4) if vector else (4,)
+    for round_ in range(20):
+        errors, barrier = [], threading.Barrier(2)
+
+        def work(k):
+            barrier.wait()
+            rng = np.random.default_rng(k)
+            try:
+                for _ in range(150):
+                    env.step(rng.uniform(-1, 1, shape))
+            except Exception as exc:
+                errors.append([type(exc).__name__, str(exc)])
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            break
+    env.step(np.zeros(shape))  # still usable
+    print(json.dumps(errors))
+    """
+)
+
+
+@needs_fetch
+@pytest.mark.parametrize("kind", ["vector", "single"])
+def test_two_threads_stepping_one_fetch_env_get_an_error_not_a_segfault(kind: str) -> None:
+    root = Path(goalenvs.__file__).resolve().parents[1]  # the goalenvs under test, in the child too
+    proc = subprocess.run(
+        [sys.executable, "-c", _RACE, kind],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert proc.returncode == 0, f"exit {proc.returncode} (-11: segfault)\n{proc.stderr[-2000:]}"
+    errors = json.loads(proc.stdout.strip().splitlines()[-1])
+    name = "FetchVectorEnv" if kind == "vector" else "FetchEnv"
+    assert len(errors) == 1, errors  # exactly one thread was refused; the other stepped on
+    (kind_of_error, message) = errors[0]
+    assert kind_of_error == "ConcurrentUseError"
+    assert message.startswith(f"{name}.step called from two threads at once")
+
+
+# ---- 2. after close() -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("family", VECTOR_PARAMS)
+def test_using_a_closed_vector_env_raises_and_closing_twice_is_harmless(family: str) -> None:
+    make, actions = VECTOR_FAMILIES[family]
+    before = threading.active_count()
+    env = make()
+    env.reset(seed=0)
+    env.step(actions)
+    env.close()
+    assert env.closed and threading.active_count() == before  # Fetch's pool threads are gone
+    name = type(env).__name__
+    for method, call in [
+        ("step", lambda: env.step(actions)),
+        ("reset", lambda: env.reset(seed=0)),
+        ("render", env.render),
+    ]:
+        # Gymnasium's AsyncVectorEnv raises ClosedEnvironmentError here: ours is one, and a RuntimeError.
+        with pytest.raises(gym.error.ClosedEnvironmentError) as caught:
+            call()
+        assert isinstance(caught.value, (ClosedVectorEnvError, RuntimeError))
+        assert str(caught.value) == f"{name}.{method} called after close(); make a new one"
+    assert env.close() is None and env.closed  # twice: a no-op, as Gymnasium's VectorEnv.close
+
+
+@needs_fetch
+def test_a_pickled_closed_fetch_vector_env_stays_closed_and_an_open_one_steps() -> None:
+    import pickle
+
+    env = _fetch_vector(3)
+    env.reset(seed=0)
+    twin = pickle.loads(pickle.dumps(env))  # its own lock and pool
+    _assert_same(twin.step(np.zeros((3, 4))), env.step(np.zeros((3, 4))))
+    env.close()
+    twin.close()
+    closed = pickle.loads(pickle.dumps(env))
+    with pytest.raises(ClosedVectorEnvError, match="FetchVectorEnv.step called after close"):
+        closed.step(np.zeros((3, 4)))
