@@ -19,6 +19,7 @@ from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_bool, check_int, check_render_mode
 from goalenvs.core import NO_ELAPSED_STEPS, GoalEnv, info_values_or_default
+from goalenvs.envs._checks import check_finite_action
 from goalenvs.vector import NativeVectorEnv
 
 __all__ = ["OBS_TYPES", "BitFlipEnv", "BitFlipTask", "BitFlipVectorEnv"]
@@ -213,6 +214,10 @@ class BitFlipTask:
             actions = np.asarray(actions)
             if actions.shape != state.shape:
                 raise ValueError(f"continuous actions must have shape {state.shape}, got {actions.shape}")
+            # NaN > 0 is False: a NaN action would silently flip nothing.
+            check_finite_action(
+                "action" if state.ndim == 1 else "actions", actions, "a bit flips where its number is > 0"
+            )
             state ^= actions > 0
             return
         if state.ndim == 1:  # the single env's hot path: plain Python int, no array temporaries
@@ -354,8 +359,10 @@ _ENV_DOC = """
     ``compute_truncated`` are vectorized over any batch shape for every observation type.
 
     ## Action Space
-    ``Discrete(n_bits)``: the index of the bit to flip. With ``continuous=True``,
-    ``Box(-1, 1, (n_bits,), float32)``: every bit whose component is > 0 flips.
+    ``Discrete(n_bits)``: the index of the bit to flip (one outside ``[0, n_bits)`` raises
+    ``ValueError``). With ``continuous=True``, ``Box(-1, 1, (n_bits,), float32)``: every bit whose
+    component is > 0 flips; a NaN or infinite component raises ``ValueError``. A refused action
+    changes nothing: the env goes on as if it had never been given.
 
     ## Observation Space
     ``Dict(observation, achieved_goal, desired_goal)``; ``observation`` and ``achieved_goal`` are the

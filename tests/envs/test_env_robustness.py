@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 
 import goalenvs
-from goalenvs.envs.bitflip import BitFlipVectorEnv
-from goalenvs.envs.parking import ParkingVectorEnv
+from goalenvs.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
+from goalenvs.envs.parking import ParkingEnv, ParkingVectorEnv
 from goalenvs.vector import ClosedVectorEnvError, ConcurrentUseError
 
 HAS_FETCH = (
@@ -251,3 +251,92 @@ def test_a_pickled_closed_fetch_vector_env_stays_closed_and_an_open_one_steps() 
     closed = pickle.loads(pickle.dumps(env))
     with pytest.raises(ClosedVectorEnvError, match="FetchVectorEnv.step called after close"):
         closed.step(np.zeros((3, 4)))
+
+
+# ---- 3. actions that are refused leave the env as it was ------------------------------------------
+
+
+def _refused_then_same(make: Callable[[], Any], good: np.ndarray, bad: Any, exc: type, match: str) -> None:
+    """``bad`` raises ``exc`` (message matching ``match``) and the env then steps exactly as a twin that
+    never saw it: same observation, reward, flags and info (its step count included)."""
+    env, twin = make(), make()
+    _assert_same(env.reset(seed=5), twin.reset(seed=5), "reset")
+    _assert_same(env.step(good), twin.step(good), "first step")
+    with pytest.raises(exc, match=match):
+        env.step(bad)
+    _assert_same(env.step(good), twin.step(good), "step after the refused action")
+    env.close()
+    twin.close()
+
+
+FLOAT_FAMILIES = {
+    "parking": (lambda: ParkingEnv(), np.full(2, 0.3, np.float32), "action must hold finite numbers "
+                r"\(acceleration and steering, clipped to \[-1, 1\]\)"),
+    "parking-vector": (lambda: ParkingVectorEnv(3), np.full((3, 2), 0.3, np.float32), "actions must hold finite numbers "),
+    # 40 entries: past the check's Python sum, its numpy path.
+    "parking-vector-20": (lambda: ParkingVectorEnv(20), np.full((20, 2), 0.3, np.float32), "actions must hold finite numbers "),
+    "bitflip-continuous": (lambda: BitFlipEnv(4, continuous=True), np.array([0.5, -0.5, -1, -1], np.float32),
+                           r"action must hold finite numbers \(a bit flips where its number is > 0\)"),
+    "bitflip-continuous-vector": (lambda: BitFlipVectorEnv(3, 4, continuous=True),
+                                  np.tile(np.float32([0.5, -0.5, -1, -1]), (3, 1)), "actions must hold finite numbers "),
+    "fetch": (_fetch_single, np.full(4, 0.3, np.float32), "action must hold finite numbers "
+              r"\(4 numbers: dx, dy, dz, gripper, clipped to \[-1, 1\]\)"),
+    "fetch-vector": (lambda: _fetch_vector(3), np.full((3, 4), 0.3, np.float32), "actions must hold finite numbers "),
+}  # fmt: skip
+FLOAT_PARAMS = [
+    pytest.param(name, marks=[needs_fetch] if name.startswith("fetch") else [], id=name)
+    for name in FLOAT_FAMILIES
+]
+
+
+# numpy warns of the NaN that 0 * inf makes in the check's dot product: only next to the ValueError.
+@pytest.mark.filterwarnings("ignore:invalid value encountered in dot:RuntimeWarning")
+@pytest.mark.parametrize("bad_value", [np.nan, np.inf, -np.inf], ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("family", FLOAT_PARAMS)
+def test_a_non_finite_action_is_refused_before_anything_moves(family: str, bad_value: float) -> None:
+    make, good, match = FLOAT_FAMILIES[family]
+    bad = good.copy()
+    index = (1,) if good.ndim == 1 else (2, 1)  # a vector env names the env and the entry
+    bad[index] = bad_value
+    name = "action" if good.ndim == 1 else "actions"
+    entry = f"{name}[{', '.join(map(str, index))}] = {float(bad_value)}; nothing was stepped"
+    _refused_then_same(
+        make, good, bad, ValueError, match + ".*" + entry.replace("[", r"\[").replace("]", r"\]")
+    )
+
+
+def test_the_error_quotes_at_most_four_bad_entries_on_one_line() -> None:
+    env = ParkingVectorEnv(5)
+    env.reset(seed=0)
+    with pytest.raises(ValueError) as caught:
+        env.step(np.full((5, 2), np.nan))
+    message = str(caught.value)
+    assert (
+        "\n" not in message and message.count("= nan") == 4 and "and 6 more; nothing was stepped" in message
+    )
+
+
+@pytest.mark.parametrize("family", FLOAT_PARAMS)
+def test_huge_finite_actions_are_still_clipped_not_refused(family: str) -> None:
+    # Finite, however large: clipped to the bound as before, not refused.
+    make, good, _ = FLOAT_FAMILIES[family]
+    env, twin = make(), make()
+    env.reset(seed=1)
+    twin.reset(seed=1)
+    huge = np.where(good > 0, 1e308, -1e308)  # their sum overflows
+    _assert_same(env.step(huge), twin.step(np.where(good > 0, 1.0, -1.0)))
+
+
+@pytest.mark.parametrize(
+    ("make", "good", "bad", "match"),
+    [
+        (lambda: BitFlipEnv(4), 1, 4, r"a discrete action must be in \[0, 4\), got 4"),
+        (lambda: BitFlipEnv(4), 1, -1, r"a discrete action must be in \[0, 4\), got -1"),
+        (lambda: BitFlipEnv(4), 1, 1.5, "a discrete action must be one integer, got 1.5"),
+        (lambda: BitFlipVectorEnv(3, 4), np.array([0, 1, 2]), np.array([0, 4, 2]), r"must be in \[0, 4\)"),
+        (lambda: BitFlipVectorEnv(3, 4), np.array([0, 1, 2]), np.array([0, -1, 2]), r"must be in \[0, 4\)"),
+    ],
+    ids=["single-too-big", "single-negative", "single-float", "vector-too-big", "vector-negative"],
+)
+def test_a_bitflip_action_out_of_range_is_refused_before_anything_moves(make, good, bad, match) -> None:
+    _refused_then_same(make, good, bad, ValueError, match)

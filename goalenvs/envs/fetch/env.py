@@ -22,6 +22,7 @@ from gymnasium import spaces
 
 from goalenvs._util import check_render_mode
 from goalenvs.core import NO_ELAPSED_STEPS, GoalEnv, info_values_or_default
+from goalenvs.envs._checks import check_finite_action
 from goalenvs.envs.fetch.assets import make_renderer
 from goalenvs.envs.fetch.sim import FetchSim, FetchViews
 from goalenvs.envs.fetch.task import (
@@ -35,6 +36,8 @@ from goalenvs.envs.fetch.task import (
 from goalenvs.vector import ConcurrentUseError
 
 __all__ = ["ENV_DOC", "FetchEnv", "FetchGoalFunctions", "fetch_spaces"]
+
+_ACTION = "4 numbers: dx, dy, dz, gripper, clipped to [-1, 1]"
 
 #: The description of the Fetch envs shared by FetchEnv's and FetchVectorEnv's docstrings.
 ENV_DOC = """
@@ -51,7 +54,9 @@ ENV_DOC = """
     ## Action Space
     ``Box(-1, 1, (4,), float32)``: displacement of the gripper target in x, y, z (scaled by 0.05 m
     per step), and the gripper opening command (ignored when ``block_gripper``; only
-    ``pick_and_place`` has finger actuators). Actions outside the box are clipped.
+    ``pick_and_place`` has finger actuators). Actions outside the box are clipped. An action with a
+    NaN or infinite entry raises ``ValueError`` before anything moves (clipping passes NaN on, and
+    MuJoCo would reset the arm mid-episode), so the env can go on with the next good action.
 
     ## Observation Space
     ``Dict`` with float64 ``Box(-inf, inf)`` entries:
@@ -266,6 +271,7 @@ class FetchEnv(FetchGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarray]):
         a = np.asarray(action)
         if a.shape != (4,):
             raise ValueError(f"action must have shape (4,) (dx, dy, dz, gripper), got shape {a.shape}")
+        check_finite_action("action", a, _ACTION)
         # np.clip against the float32 bounds (as two ufuncs: np.clip's Python wrapper costs more), then
         # scale in the clipped array's own dtype, so a float32 action rounds exactly as in
         # Gymnasium-Robotics.

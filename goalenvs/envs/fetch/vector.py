@@ -21,6 +21,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_int, check_render_mode
+from goalenvs.envs._checks import check_finite_action
 from goalenvs.envs.fetch.assets import make_renderer
 from goalenvs.envs.fetch.env import ENV_DOC, FetchGoalFunctions, fetch_spaces
 from goalenvs.envs.fetch.sim import FetchSim, FetchViews
@@ -61,6 +62,7 @@ _VECTOR_DOC = """
     * One env, one thread: ``reset`` / ``step`` / ``render`` / ``close`` called while another thread
       is inside one of them raise ``ConcurrentUseError`` (a ``RuntimeError``) at once; two threads
       stepping the same ``MjData`` would crash MuJoCo. Give each thread its own env.
+    * Actions with NaN or infinite entries raise ``ValueError`` before any env moves (see ``FetchEnv``).
 """
 
 
@@ -139,6 +141,7 @@ class FetchVectorEnv(FetchGoalFunctions, NativeVectorEnv):
                 f"actions must have shape (num_envs, 4) = ({self.num_envs}, 4) (dx, dy, dz, gripper per env), "
                 f"got shape {a.shape}"
             )
+        check_finite_action("actions", a, "4 numbers per env: dx, dy, dz, gripper, clipped to [-1, 1]")
         # FetchEnv.step's clipping and scaling, row by row the same elementwise operations.
         a = np.minimum(np.maximum(a, self._act_low), self._act_high)
         delta = a[:, :3] * POS_ACTION_SCALE
