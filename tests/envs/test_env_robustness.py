@@ -28,6 +28,9 @@ from goalenvs.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
 from goalenvs.envs.parking import ParkingEnv, ParkingVectorEnv
 from goalenvs.vector import ClosedVectorEnvError, ConcurrentUseError
 
+# Non-finite goals make NaN in the goal functions (inf - inf): numpy warns of what these tests check.
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered in subtract:RuntimeWarning")
+
 HAS_FETCH = (
     importlib.util.find_spec("mujoco") is not None
     and importlib.util.find_spec("gymnasium_robotics") is not None
@@ -340,3 +343,96 @@ def test_huge_finite_actions_are_still_clipped_not_refused(family: str) -> None:
 )
 def test_a_bitflip_action_out_of_range_is_refused_before_anything_moves(make, good, bad, match) -> None:
     _refused_then_same(make, good, bad, ValueError, match)
+
+
+# ---- 4. non-finite goals: reward, termination and is_success agree --------------------------------
+
+BAD_GOALS = [np.nan, np.inf, -np.inf]
+
+
+@needs_fetch
+@pytest.mark.parametrize("reward_type", ["sparse", "dense"])
+def test_fetch_nan_and_inf_goals_are_never_a_success(reward_type: str) -> None:
+    from goalenvs.envs.fetch.task import fetch_success
+
+    env = _fetch_single(reward_type=reward_type)
+    zero = np.zeros(3)
+    for bad in BAD_GOALS:
+        ag = np.array([bad, 0.0, 0.0])
+        for a, d in [(ag, zero), (zero, ag), (ag, ag)]:  # ag, ag: inf - inf is NaN too
+            for batch in (False, True):
+                x, y = (a[None], d[None]) if batch else (a, d)
+                reward = np.asarray(env.compute_reward(x, y, None))
+                assert not np.any(fetch_success(x, y, env.distance_threshold))
+                assert not np.any(env.compute_terminated(x, y, None))
+                if reward_type == "sparse":
+                    assert np.all(reward == -1.0), (x, y, reward)
+                else:
+                    assert np.all(np.isnan(reward) | (reward == -np.inf)), (x, y, reward)
+    # Finite goals keep Gymnasium-Robotics' numbers: -0.0 (sign bit set) on success, -1.0 off it.
+    if reward_type == "sparse":
+        for x, y in [(zero, zero), (zero[None], zero[None])]:
+            r = np.asarray(env.compute_reward(x, y, None))
+            assert np.all(r == 0.0) and np.all(np.signbit(r)) and r.dtype == np.float32
+
+
+@needs_fetch
+@pytest.mark.parametrize("vector", [False, True], ids=["single", "vector"])
+def test_fetch_step_with_a_nan_goal_scores_no_success_in_reward_and_info(vector: bool) -> None:
+    env = _fetch_vector(3) if vector else _fetch_single()
+    env.reset(seed=0)
+    if vector:
+        env.goal[1] = np.nan
+    else:
+        env.goal[:] = np.nan
+    obs, reward, terminated, _, info = env.step(np.zeros((3, 4)) if vector else np.zeros(4))
+    row = 1 if vector else ()
+    assert np.asarray(info["is_success"])[row] == 0.0 and np.asarray(reward)[row] == -1.0
+    assert not np.asarray(terminated)[row]
+    _assert_same(reward, env.compute_reward(obs["achieved_goal"], obs["desired_goal"], info))
+    env.close()
+
+
+@pytest.mark.parametrize("bad", BAD_GOALS, ids=["nan", "inf", "-inf"])
+@pytest.mark.parametrize("vector", [False, True], ids=["single", "vector"])
+def test_parking_step_with_a_non_finite_goal_scores_no_success_in_reward_flags_and_info(
+    vector: bool, bad: float
+) -> None:
+    env = ParkingVectorEnv(2) if vector else ParkingEnv()
+    env.reset(seed=0)
+    env._batch._goal_obs[0, 0] = bad  # lot 0's desired goal
+    obs, reward, terminated, _, info = env.step(np.zeros((2, 2)) if vector else np.zeros(2))
+    row = 0 if vector else ()
+    ag, dg = obs["achieved_goal"], obs["desired_goal"]
+    assert not np.asarray(info["is_success"])[row] and not np.asarray(terminated)[row]
+    assert np.isnan(np.asarray(reward)[row]) or np.asarray(reward)[row] == -np.inf
+    _assert_same(reward, env.compute_reward(ag, dg, info))
+    _assert_same(terminated, env.compute_terminated(ag, dg, info))
+    # Relabelled with the bad goal in the achieved slot too (inf - inf is NaN): still no success.
+    assert not np.any(env.compute_terminated(dg[row], dg[row], None))
+
+
+@pytest.mark.parametrize("obs_type", ["bits", "integer", "image"])
+@pytest.mark.parametrize("vector", [False, True], ids=["single", "vector"])
+def test_bitflip_float_goals_with_nan_or_inf_are_never_a_success(obs_type: str, vector: bool) -> None:
+    env = BitFlipVectorEnv(2, 3, obs_type=obs_type) if vector else BitFlipEnv(3, obs_type=obs_type)
+    obs, _ = env.reset(seed=0)
+    goal = np.asarray(obs["desired_goal"], dtype=np.float64)
+    goal = np.array(goal[0]) if vector else goal  # an array even for integer goals (0-d)
+    for bad in BAD_GOALS:
+        spoilt = goal.copy()
+        spoilt.reshape(-1)[0] = bad
+        # The same goal on both sides (bytes equal for NaN), a batch of 2, and the bad one on either side.
+        ag = np.stack([spoilt, spoilt, goal])
+        dg = np.stack([spoilt, goal, spoilt])
+        assert np.array_equal(env.compute_reward(ag, dg, None), np.float32([-1, -1, -1]))
+        assert not env.compute_terminated(ag, dg, None).any()
+        assert env.compute_reward(spoilt, spoilt, None) == -1.0
+        assert not env.compute_terminated(spoilt, spoilt, None)
+    # Floats are compared by value: -0.0 is 0.0, and the env's own goal as floats is a success.
+    signed = goal.copy()
+    signed[signed == 0] = -0.0
+    assert (
+        env.compute_reward(signed, goal, None) == 0.0
+        and env.compute_terminated(signed[None], goal[None], None).all()
+    )

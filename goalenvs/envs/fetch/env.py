@@ -74,7 +74,9 @@ ENV_DOC = """
     ``reward_type="sparse"`` (default): ``-1.0`` while the distance from achieved to desired goal
     exceeds ``distance_threshold``, else ``0.0`` (float32). ``"dense"``: minus that distance.
     ``info["is_success"]`` is ``1.0`` (float32) when the distance is below the threshold.
-    ``compute_reward`` is pure and vectorized over any leading batch shape.
+    ``compute_reward`` is pure and vectorized over any leading batch shape. A NaN distance (a NaN
+    goal; inf - inf) is never a success: sparse reward ``-1.0``, ``is_success`` ``0.0``; the dense
+    reward is then NaN.
 
     ## Starting State
     At construction the joints take ``initial_qpos`` and the gripper is driven 10 steps towards a
