@@ -14,6 +14,11 @@ Gymnasium's vector API asks around that, and it lives here, once:
 * **infos**: a dict of arrays with Gymnasium's ``"_" + key`` masks (every env reports every key).
 * **the contract**: reward, terminated and truncated come from the family's ``_score``, which by
   default calls the env's own ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``.
+* **misuse**: one vector env is not thread-safe (Fetch steps MuJoCo data that two threads would
+  corrupt: a segfault), so ``reset`` / ``step`` / ``render`` / ``close`` entered while another
+  thread is inside one of them raise :class:`ConcurrentUseError` at once instead of waiting or
+  crashing; after ``close()`` they raise :class:`ClosedVectorEnvError` (Gymnasium's
+  ``AsyncVectorEnv`` raises its ``ClosedEnvironmentError`` the same way); ``close()`` twice is a no-op.
 
 A family subclasses :class:`NativeVectorEnv`, calls :meth:`NativeVectorEnv._init_vector` in its
 ``__init__`` and supplies ``_seed``, ``_restart``, ``_advance``, ``_observe`` and ``_info`` (gymnax's
@@ -23,6 +28,7 @@ A family subclasses :class:`NativeVectorEnv`, calls :meth:`NativeVectorEnv._init
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any
@@ -34,10 +40,32 @@ from gymnasium.vector.utils import batch_space
 
 from goalenvs._util import check_int
 
+__all__ = [
+    "AUTORESET_MODES",
+    "ClosedVectorEnvError",
+    "ConcurrentUseError",
+    "NativeVectorEnv",
+    "check_autoreset_mode",
+    "env_seeds",
+]
+
 #: The autoreset modes every native vector env offers.
 AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 
 Obs = dict[str, np.ndarray]
+
+
+class ClosedVectorEnvError(gym.error.ClosedEnvironmentError, RuntimeError):
+    """A native vector env was used after ``close()``.
+
+    Both Gymnasium's ``ClosedEnvironmentError`` (what ``AsyncVectorEnv`` raises) and a ``RuntimeError``,
+    so either ``except`` catches it.
+    """
+
+
+class ConcurrentUseError(RuntimeError):
+    """An env (a native vector env, or a ``FetchEnv``) was entered from a second thread while another
+    thread was inside it."""
 
 
 def check_autoreset_mode(mode: Any) -> AutoresetMode:
@@ -80,7 +108,9 @@ class NativeVectorEnv(VectorEnv, ABC):
     * ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``, and optionally a faster
       ``_score(obs)`` that returns the info and the same three arrays from shared intermediate results;
     * optionally ``_masked(info)``, where not every env reports every key (Fetch: an env that has
-      just started an episode reports no step info, as its single env's ``reset`` does).
+      just started an episode reports no step info, as its single env's ``reset`` does);
+    * optionally ``_render()``, the frames ``render()`` returns (``render`` itself is the base's, so
+      that it is guarded like ``step``).
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -111,6 +141,8 @@ class NativeVectorEnv(VectorEnv, ABC):
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
         self._all_envs = np.arange(self.num_envs)
         self._seeded = False
+        self._busy = threading.Lock()
+        self._busy_in = ""  # the method the thread holding _busy is in (for the error message)
 
     # ---- what a family supplies --------------------------------------------------------------------
 
@@ -140,11 +172,84 @@ class NativeVectorEnv(VectorEnv, ABC):
             np.asarray(self.compute_truncated(ag, dg, info)),
         )
 
+    # ---- one thread at a time, and not after close ---------------------------------------------------
+
+    def _enter(self, method: str) -> None:
+        """Claim the env for ``method`` (release with ``self._busy.release()``), or raise at once.
+
+        A non-blocking lock rather than a waiting one: two threads stepping one env is a bug in the
+        caller (their episodes would interleave), so it is reported, not serialised. ~0.2 us a call.
+        """
+        if not self._busy.acquire(False):
+            raise self._concurrent_use(method)
+        if self.closed:
+            self._busy.release()
+            raise ClosedVectorEnvError(f"{type(self).__name__}.{method} called after close(); make a new one")
+        self._busy_in = method
+
+    def _concurrent_use(self, method: str) -> ConcurrentUseError:
+        name = type(self).__name__
+        return ConcurrentUseError(
+            f"{name}.{method} called from two threads at once (another thread is in "
+            f"{name}.{self._busy_in or method}); one vector env is not thread-safe: give each thread its own"
+        )
+
+    def close(self, **kwargs: Any) -> None:
+        """Release the env's resources (``close_extras``); a second call does nothing (Gymnasium's rule).
+
+        Closing while another thread steps the env raises :class:`ConcurrentUseError` (the step would
+        go on with its thread pool or renderer gone).
+        """
+        if self.closed:
+            return
+        if not self._busy.acquire(False):
+            raise self._concurrent_use("close")
+        try:
+            if not self.closed:  # another thread may have closed it since the check above
+                self._busy_in = "close"
+                super().close(**kwargs)
+        finally:
+            self._busy.release()
+
+    def render(self) -> tuple[Any, ...] | None:
+        """The family's frames (see its ``_render``); guarded like ``step``."""
+        self._enter("render")
+        try:
+            return self._render()
+        finally:
+            self._busy.release()
+
+    def _render(self) -> tuple[Any, ...] | None:
+        """The family's ``render``: None unless it draws."""
+        return None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A lock does not pickle; the copy gets its own, free (a pickle is never taken mid-step).
+        return {key: value for key, value in self.__dict__.items() if key != "_busy"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._busy = threading.Lock()
+
     # ---- Gymnasium's vector API --------------------------------------------------------------------
 
     def reset(
         self, *, seed: int | list[int] | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Obs, dict[str, Any]]:
+        self._enter("reset")
+        try:
+            return self._reset(seed, options)
+        finally:
+            self._busy.release()
+
+    def step(self, actions: Any) -> tuple[Obs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        self._enter("step")
+        try:
+            return self._step(actions)
+        finally:
+            self._busy.release()
+
+    def _reset(self, seed: Any, options: dict[str, Any] | None) -> tuple[Obs, dict[str, Any]]:
         seeds = env_seeds(seed, self.num_envs)
         if seeds is None and not self._seeded:  # first reset without a seed: fresh entropy
             super().reset()
@@ -159,7 +264,7 @@ class NativeVectorEnv(VectorEnv, ABC):
         obs = self._observe()
         return obs, self._masked(self._info(obs))
 
-    def step(self, actions: Any) -> tuple[Obs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def _step(self, actions: Any) -> tuple[Obs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._seeded:
             raise gym.error.ResetNeeded("call reset() before step()")
         restart = self._autoreset.nonzero()[0]

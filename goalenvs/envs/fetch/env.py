@@ -12,6 +12,7 @@ third of every step on name lookups and Python glue. Here every name is resolved
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,6 +22,7 @@ from gymnasium import spaces
 
 from goalenvs._util import check_render_mode
 from goalenvs.core import NO_ELAPSED_STEPS, GoalEnv, info_values_or_default
+from goalenvs.envs._checks import check_finite_action
 from goalenvs.envs.fetch.assets import make_renderer
 from goalenvs.envs.fetch.sim import FetchSim, FetchViews
 from goalenvs.envs.fetch.task import (
@@ -31,8 +33,11 @@ from goalenvs.envs.fetch.task import (
     fetch_settings,
     fetch_success,
 )
+from goalenvs.vector import ConcurrentUseError
 
 __all__ = ["ENV_DOC", "FetchEnv", "FetchGoalFunctions", "fetch_spaces"]
+
+_ACTION = "4 numbers: dx, dy, dz, gripper, clipped to [-1, 1]"
 
 #: The description of the Fetch envs shared by FetchEnv's and FetchVectorEnv's docstrings.
 ENV_DOC = """
@@ -49,7 +54,9 @@ ENV_DOC = """
     ## Action Space
     ``Box(-1, 1, (4,), float32)``: displacement of the gripper target in x, y, z (scaled by 0.05 m
     per step), and the gripper opening command (ignored when ``block_gripper``; only
-    ``pick_and_place`` has finger actuators). Actions outside the box are clipped.
+    ``pick_and_place`` has finger actuators). Actions outside the box are clipped. An action with a
+    NaN or infinite entry raises ``ValueError`` before anything moves (clipping passes NaN on, and
+    MuJoCo would reset the arm mid-episode), so the env can go on with the next good action.
 
     ## Observation Space
     ``Dict`` with float64 ``Box(-inf, inf)`` entries:
@@ -67,7 +74,9 @@ ENV_DOC = """
     ``reward_type="sparse"`` (default): ``-1.0`` while the distance from achieved to desired goal
     exceeds ``distance_threshold``, else ``0.0`` (float32). ``"dense"``: minus that distance.
     ``info["is_success"]`` is ``1.0`` (float32) when the distance is below the threshold.
-    ``compute_reward`` is pure and vectorized over any leading batch shape.
+    ``compute_reward`` is pure and vectorized over any leading batch shape. A NaN distance (a NaN
+    goal; inf - inf) is never a success: sparse reward ``-1.0``, ``is_success`` ``0.0``; the dense
+    reward is then NaN.
 
     ## Starting State
     At construction the joints take ``initial_qpos`` and the gripper is driven 10 steps towards a
@@ -221,6 +230,16 @@ class FetchEnv(FetchGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarray]):
         # Gymnasium types a Dict space as a space of dicts of spaces, not of the arrays it holds.
         self.observation_space = observation_space  # type: ignore[assignment]
         self._act_low, self._act_high = self.action_space.low.copy(), self.action_space.high.copy()
+        # Two threads stepping one MjData crash MuJoCo (a segfault): a second thread is told at once.
+        self._busy = threading.Lock()
+
+    def _claim(self, method: str) -> None:
+        """Take the env for ``method`` (release with ``self._busy.release()``) or raise if a thread has it."""
+        if not self._busy.acquire(False):
+            raise ConcurrentUseError(
+                f"FetchEnv.{method} called from two threads at once; one env is not thread-safe "
+                f"(MuJoCo would crash): give each thread its own"
+            )
 
     @property
     def _welded_body(self) -> int:
@@ -230,17 +249,31 @@ class FetchEnv(FetchGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarray]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        super().reset(seed=seed, options=options)
-        self._elapsed_steps = 0
-        rng = self.np_random
-        self._sim.restart(self._views, rng, self.obj_range)
-        self.goal = self._sim.sample_goal(rng, self.target_range, self.target_offset, self.target_in_the_air)
-        return self._observe(), {}
+        self._claim("reset")
+        try:
+            super().reset(seed=seed, options=options)
+            self._elapsed_steps = 0
+            rng = self.np_random
+            self._sim.restart(self._views, rng, self.obj_range)
+            self.goal = self._sim.sample_goal(
+                rng, self.target_range, self.target_offset, self.target_in_the_air
+            )
+            return self._observe(), {}
+        finally:
+            self._busy.release()
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], Any, bool, bool, dict[str, Any]]:
+        self._claim("step")
+        try:
+            return self._step(action)
+        finally:
+            self._busy.release()
+
+    def _step(self, action: Any) -> tuple[dict[str, np.ndarray], Any, bool, bool, dict[str, Any]]:
         a = np.asarray(action)
         if a.shape != (4,):
             raise ValueError(f"action must have shape (4,) (dx, dy, dz, gripper), got shape {a.shape}")
+        check_finite_action("action", a, _ACTION)
         # np.clip against the float32 bounds (as two ufuncs: np.clip's Python wrapper costs more), then
         # scale in the clipped array's own dtype, so a float32 action rounds exactly as in
         # Gymnasium-Robotics.
@@ -276,16 +309,31 @@ class FetchEnv(FetchGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarray]):
                 'render() was called without a render_mode; make the env with render_mode="rgb_array"'
             )
             return None
-        if self._renderer is None:
-            self._renderer, self._camera = make_renderer(self.model, self.height, self.width)
-        return self._sim.draw(self._renderer, self._camera, self._views, self.goal)
+        self._claim("render")
+        try:
+            if self._renderer is None:
+                self._renderer, self._camera = make_renderer(self.model, self.height, self.width)
+            return self._sim.draw(self._renderer, self._camera, self._views, self.goal)
+        finally:
+            self._busy.release()
 
     def close(self) -> None:
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
-        super().close()
+        self._claim("close")
+        try:
+            if self._renderer is not None:
+                self._renderer.close()
+                self._renderer = None
+            super().close()
+        finally:
+            self._busy.release()
 
-    # MjModel/MjData pickle themselves and the views rebuild themselves; the renderer does not pickle.
+    # MjModel/MjData pickle themselves and the views rebuild themselves; the renderer and the lock do
+    # not pickle (the copy gets its own lock, free).
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_renderer": None, "_camera": None}
+        state = {**self.__dict__, "_renderer": None, "_camera": None}
+        del state["_busy"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._busy = threading.Lock()

@@ -237,17 +237,24 @@ def goal_distance(goal_a: Any, goal_b: Any) -> FloatArray:
 
 
 def fetch_reward(achieved_goal: Any, desired_goal: Any, distance_threshold: float, dense: bool) -> FloatArray:
-    """Fetch reward: ``-distance`` (dense) or ``-1.0``/``0.0`` float32 by ``distance_threshold`` (sparse)."""
+    """Fetch reward: ``-distance`` (dense) or ``-1.0``/``-0.0`` float32 by ``distance_threshold`` (sparse).
+
+    Sparse is Gymnasium-Robotics' ``-float32(d > threshold)`` on every finite distance, but written
+    ``not d <= threshold`` so that a NaN distance (a NaN goal) scores -1 and agrees with
+    :func:`fetch_success`, which calls it no success (``d > threshold`` is False for NaN: it scored
+    the success reward). Dense gives NaN there.
+    """
     d = goal_distance(achieved_goal, desired_goal)
     if dense:
         return -d
     if isinstance(d, np.generic):  # one goal: a numpy scalar, as Gymnasium-Robotics returns
-        return -np.float32(d > distance_threshold)
-    return -(d > distance_threshold).astype(np.float32)
+        return -np.float32(not d <= distance_threshold)
+    return -np.logical_not(d <= distance_threshold).astype(np.float32)
 
 
 def fetch_success(achieved_goal: Any, desired_goal: Any, distance_threshold: float) -> FloatArray:
-    """1.0 (float32) where the achieved goal is strictly within ``distance_threshold`` of the desired one."""
+    """1.0 (float32) where the achieved goal is strictly within ``distance_threshold`` of the desired one
+    (0.0 where the distance is NaN)."""
     d = goal_distance(achieved_goal, desired_goal)
     if isinstance(d, np.generic):
         return np.float32(d < distance_threshold)

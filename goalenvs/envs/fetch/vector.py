@@ -21,6 +21,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_int, check_render_mode
+from goalenvs.envs._checks import check_finite_action
 from goalenvs.envs.fetch.assets import make_renderer
 from goalenvs.envs.fetch.env import ENV_DOC, FetchGoalFunctions, fetch_spaces
 from goalenvs.envs.fetch.sim import FetchSim, FetchViews
@@ -54,8 +55,14 @@ _VECTOR_DOC = """
     * ``render()`` (``render_mode="rgb_array"``) returns a tuple of ``num_envs`` frames, as
       Gymnasium's vector envs do; ``data[i]`` is env ``i``'s ``MjData`` (one ``model`` for all) and
       ``goal[i]`` its goal.
-    * ``close()`` ends the thread pool. The env pickles (and deep-copies): MuJoCo's model and data and
+    * ``close()`` ends the thread pool; ``reset``, ``step`` and ``render`` then raise
+      ``ClosedVectorEnvError`` (a ``RuntimeError`` and Gymnasium's ``ClosedEnvironmentError``), and
+      ``close()`` again does nothing. The env pickles (and deep-copies): MuJoCo's model and data and
       each env's random stream are kept, the thread pool and renderer are made anew.
+    * One env, one thread: ``reset`` / ``step`` / ``render`` / ``close`` called while another thread
+      is inside one of them raise ``ConcurrentUseError`` (a ``RuntimeError``) at once; two threads
+      stepping the same ``MjData`` would crash MuJoCo. Give each thread its own env.
+    * Actions with NaN or infinite entries raise ``ValueError`` before any env moves (see ``FetchEnv``).
 """
 
 
@@ -134,6 +141,7 @@ class FetchVectorEnv(FetchGoalFunctions, NativeVectorEnv):
                 f"actions must have shape (num_envs, 4) = ({self.num_envs}, 4) (dx, dy, dz, gripper per env), "
                 f"got shape {a.shape}"
             )
+        check_finite_action("actions", a, "4 numbers per env: dx, dy, dz, gripper, clipped to [-1, 1]")
         # FetchEnv.step's clipping and scaling, row by row the same elementwise operations.
         a = np.minimum(np.maximum(a, self._act_low), self._act_high)
         delta = a[:, :3] * POS_ACTION_SCALE
@@ -201,7 +209,7 @@ class FetchVectorEnv(FetchGoalFunctions, NativeVectorEnv):
 
     # ---- rendering, closing, pickling --------------------------------------------------------------
 
-    def render(self) -> tuple[np.ndarray, ...] | None:
+    def _render(self) -> tuple[np.ndarray, ...] | None:
         """One RGB frame (height, width, 3) uint8 per env, as ``FetchEnv.render`` draws it; None without a render_mode."""
         if self.render_mode is None:
             return None
@@ -221,9 +229,9 @@ class FetchVectorEnv(FetchGoalFunctions, NativeVectorEnv):
             self._renderer = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_pool": None, "_renderer": None, "_camera": None}
+        return {**super().__getstate__(), "_pool": None, "_renderer": None, "_camera": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
+        super().__setstate__(state)
         if not self.closed:
             self._start_pool()

@@ -20,6 +20,7 @@ from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_render_mode
 from goalenvs.core import NO_INFO_CAUSE, GoalEnv, info_values_or_default
+from goalenvs.envs._checks import check_finite_action
 from goalenvs.envs.parking.config import ParkingConfig
 from goalenvs.envs.parking.lot import MAX_SPEED, OBS_SCALES, POSE_LIMIT
 from goalenvs.envs.parking.render import IMAGE_SIZE, RENDER_MODES, background_frame, render_frame
@@ -34,6 +35,8 @@ __all__ = [
     "compute_truncated",
     "goal_reward",
 ]
+
+_ACTION = "acceleration and steering, clipped to [-1, 1]"
 
 # ---- the task's formulas, each written once ---------------------------------------------------------
 
@@ -226,6 +229,8 @@ class ParkingEnv(_ParkingGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarra
     linearly to ``[-acceleration_range, acceleration_range]`` m/s^2 and
     ``[-steering_range, steering_range]`` rad (5 m/s^2 and pi/4 by default). Each action is held for
     ``simulation_frequency // policy_frequency`` integration steps (15 Hz / 5 Hz: 3 steps of 1/15 s).
+    An action with a NaN or infinite entry raises ``ValueError`` before the car moves (highway-env's
+    clipping passes NaN on, and the car's pose would be NaN for the rest of the episode).
 
     ## Observation Space
     ``Dict`` of three ``Box((6,), float64)``: ``observation`` and ``achieved_goal`` are the car's
@@ -334,6 +339,7 @@ class ParkingEnv(_ParkingGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarra
         action = np.asarray(action)
         if action.shape != (2,):
             raise ValueError(f"action must have shape (2,) ([acceleration, steering]), got {action.shape}")
+        check_finite_action("action", action, _ACTION)
         self._batch.simulate(action[None])
         obs = self._observation()
         # The compute_* formulas on (obs, info), with the goal term they share computed once.
@@ -431,6 +437,7 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
                 f"actions must have shape ({self.num_envs}, 2) ([acceleration, steering] per env), "
                 f"got {actions.shape}"
             )
+        check_finite_action("actions", actions, _ACTION)
         # Every lot is simulated (fixed shapes, no gather/scatter); the lots in skip (ended last step,
         # NEXT_STEP) are then overwritten by a fresh scene, so they skip the collision tests.
         self._batch.simulate(actions, skip=skip)
@@ -465,7 +472,7 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
             _truncated(info["time"], c.duration),
         )
 
-    def render(self) -> tuple[np.ndarray, ...] | None:
+    def _render(self) -> tuple[np.ndarray, ...] | None:
         if self.render_mode is None:
             _warn_no_render_mode()
             return None
