@@ -20,7 +20,9 @@ parent's storage is built or used. What differs from stable-baselines3's buffer:
   NumPy's global state, so an algorithm's ``seed=`` still makes runs reproducible);
 * extra keyword-only options: ``recompute_terminated`` (relabelled ``done`` from the env's
   ``compute_terminated``, stable-baselines3 issue #627), ``compute_reward`` / ``compute_terminated``
-  (explicit functions instead of the env's) and ``seed``.
+  (explicit functions instead of the env's), ``seed`` and ``check_finite``;
+* ``add`` refuses a step that does not match the spaces (or, by default, holds NaN or inf) before
+  storing any of it.
 
 stable-baselines3's arrays, read-only: code written against the stock buffer that reads
 ``observations``, ``next_observations``, ``actions``, ``rewards``, ``dones``, ``timeouts``, ``infos``,
@@ -94,6 +96,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             of the env's ``compute_reward`` (kept when the buffer is pickled; should then be picklable).
         compute_terminated: likewise for ``compute_terminated``.
         seed: seed of the buffer's generator; ``None`` draws one from NumPy's global state.
+        check_finite: refuse NaN or infinite observations, actions and rewards in ``add`` (default
+            ``True``; see :class:`her.HerStorage`).
     """
 
     def __init__(
@@ -114,6 +118,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         compute_reward: GoalFn | None = None,
         compute_terminated: GoalFn | None = None,
         seed: int | None = None,
+        check_finite: bool = True,
     ) -> None:
         # The parent constructors are not called on purpose: they would allocate the storage we
         # replace (including one info dict per transition). We set the attributes SB3 code reads.
@@ -166,6 +171,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             seed=seed,
             borrow_arrays=True,
             pickle_functions=explicit_functions,
+            check_finite=check_finite,
         )
         # stable-baselines3's enum, as its own buffer has (the storage holds her's).
         self.goal_selection_strategy = _SB3Strategy[self._storage.goal_selection_strategy.name]

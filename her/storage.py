@@ -34,6 +34,7 @@ from her._layout import (
     TRUNCATED,
     RecordLayout,
     Ring,
+    StepCheck,
     action_spec,
     field_specs,
 )
@@ -82,6 +83,11 @@ class HerStorage:
             same name). ``False`` pickles them as ``None``, for functions that are bound methods of an
             env which should not travel with the storage: give them again after loading, with
             :meth:`set_functions`.
+        check_finite: refuse, in :meth:`add`, float observations, actions and rewards that are NaN or
+            infinite (they would poison training); ``False`` stores them as they are, slightly faster.
+
+    A step whose arrays do not match the spaces (shape, dtype kind, keys) is refused by :meth:`add`
+    with a one-line error, before anything is stored: the storage stays as it was.
 
     Data flow: :meth:`add` takes one step of every env, as gymnasium returns it; :meth:`sample` returns
     ``{"observations": {key: (B, ...)}, "actions", "rewards", "next_observations": {key: ...},
@@ -107,6 +113,7 @@ class HerStorage:
         borrow_arrays: bool = False,
         flush_every: int = 256,
         pickle_functions: bool = True,
+        check_finite: bool = True,
     ) -> None:
         capacity = check_int("capacity", capacity, 1)
         self.n_envs = check_int("n_envs", n_envs, 1)
@@ -125,6 +132,8 @@ class HerStorage:
         self._layout = RecordLayout(field_specs(observation_space), *action_spec(action_space))
         self.steps_per_env = max(capacity // self.n_envs, 1)
         self.borrow_arrays = bool(borrow_arrays)
+        self.check_finite = bool(check_finite)
+        self._check = StepCheck(self._layout, self.n_envs, self.check_finite)
         # A block never covers a row twice, which keeps the bulk writes of flush() order-free.
         self._flush_at = min(check_int("flush_every", flush_every, 1), self.steps_per_env)
         self._allocate()
@@ -186,6 +195,7 @@ class HerStorage:
     def __getstate__(self) -> dict[str, Any]:
         self.flush()  # staged steps may reference the caller's arrays: write them before pickling
         state = self.__dict__.copy()
+        del state["_check"]  # derived from the layout
         if not self.pickle_functions:
             state["reward_fn"] = None
             state["terminated_fn"] = None
@@ -194,6 +204,8 @@ class HerStorage:
     def __setstate__(self, state: dict[str, Any]) -> None:
         if "_episodes" not in state:
             state = _state_from_flat(state)
+        state.setdefault("check_finite", True)  # pickled before the option
+        state["_check"] = StepCheck(state["_layout"], state["n_envs"], state["check_finite"])
         self.__dict__.update(state)
 
     @property
@@ -275,7 +287,16 @@ class HerStorage:
         Steps are staged and written to the ring in blocks (one array operation per field for many
         steps; always before the next :meth:`sample`). Unless ``borrow_arrays`` is true, the arrays are
         copied here, so the caller may reuse them.
+
+        Every array is checked first (shape ``(n_envs, *shape)`` give or take axes of length 1, a
+        dtype that casts to the stored one without changing what the values mean, the observation
+        keys, finite values with ``check_finite``): a bad one raises ``ValueError`` or ``TypeError``
+        naming it, and nothing of the step is stored. With ``copy_info_dict``, ``infos`` must hold
+        one entry per env.
         """
+        self._check(observations, actions, rewards, terminateds, truncateds, next_observations)
+        if self._ring.infos is not None:
+            infos = env_infos(infos, self.n_envs)  # split (and checked) now, not when written
         if not self.borrow_arrays:
             observations = {key: np.array(value) for key, value in observations.items()}
             next_observations = {key: np.array(value) for key, value in next_observations.items()}
@@ -293,24 +314,18 @@ class HerStorage:
         staged = self._staged
         if not staged:
             return
-        self._staged = []
         ring, episodes, layout = self._ring, self._episodes, self._layout
         n_steps, n, steps = len(staged), self.n_envs, self.steps_per_env
-        try:
-            blocks = {
-                layout.obs_names[key]: _stack([step[0][key] for step in staged], (n_steps * n, *shape))
-                for key, (shape, _) in layout.obs_specs.items()
-            }
-            blocks[ACTION] = _stack([step[1] for step in staged], (n_steps * n, *layout.action_shape))
-            blocks[REWARD] = _stack([step[2] for step in staged], (n_steps * n,))
-            terminated = _stack([step[3] for step in staged], (n_steps, n)).astype(bool, copy=False)
-            truncated = _stack([step[4] for step in staged], (n_steps, n)).astype(bool, copy=False)
-        except (ValueError, KeyError) as error:
-            raise type(error)(
-                f"add() expects arrays with a leading axis of n_envs={n}: observations and next_observations "
-                f"as dicts with keys {list(layout.obs_specs)} of shapes {layout.obs_specs}, actions of shape "
-                f"{(n, *layout.action_shape)}, rewards/terminateds/truncateds of shape ({n},) ({error})"
-            ) from error
+        # add() checked every step, so only memory can fail here; the steps stay staged until then.
+        blocks = {
+            layout.obs_names[key]: _stack([step[0][key] for step in staged], (n_steps * n, *shape))
+            for key, (shape, _) in layout.obs_specs.items()
+        }
+        blocks[ACTION] = _stack([step[1] for step in staged], (n_steps * n, *layout.action_shape))
+        blocks[REWARD] = _stack([step[2] for step in staged], (n_steps * n,))
+        terminated = _stack([step[3] for step in staged], (n_steps, n)).astype(bool, copy=False)
+        truncated = _stack([step[4] for step in staged], (n_steps, n)).astype(bool, copy=False)
+        self._staged = []
         truncated = truncated & ~terminated
         done = terminated | truncated
         rows = ring.pos + np.arange(n_steps)
@@ -323,7 +338,7 @@ class HerStorage:
         blocks[EPISODE] = ordinals.reshape(-1)
         infos = None
         if ring.infos is not None:
-            infos = [info for step in staged for info in env_infos(step[5], n)]
+            infos = [info for step in staged for info in step[5]]  # split per env by add()
         ring.write(n_steps, blocks, infos)
         episodes.set_pending(next_obs[-1])
         episodes.refresh_window()
@@ -336,6 +351,8 @@ class HerStorage:
         the next steps will not continue that episode. Returns the indices of the envs that were cut.
         """
         self.flush()
+        if self.check_finite:
+            self._check_pending()
         ring = self._ring
         last_row = (ring.pos - 1) % self.steps_per_env
         envs = self._episodes.end_unfinished(last_row)
@@ -344,6 +361,23 @@ class HerStorage:
             ring.truncated[flat] = ~ring.terminated[flat]
             ring.mirror_first_row()
         return envs
+
+    def _check_pending(self) -> None:
+        """Refuse to cut episodes whose final observation would hold NaN or inf (add() checks the
+        next observations of a step only when it ends an episode: others are not stored)."""
+        episodes = self._episodes
+        under_way = episodes.current_len > 0
+        for key, pending in episodes.pending.items():
+            if pending.dtype.kind not in "fc":
+                continue
+            finite = np.isfinite(pending.reshape(self.n_envs, -1)).all(axis=1)
+            bad = np.flatnonzero(under_way & ~finite).tolist()
+            if bad:
+                raise ValueError(
+                    f"cannot end the unfinished episode(s) of env(s) {bad}: next_observations[{key!r}] given "
+                    "with their latest step holds non-finite values (NaN or inf), which would be their final "
+                    "observation; add a step with finite values first"
+                )
 
     # ------------------------------------------------------------------ sampling
     def sample(self, batch_size: int) -> dict[str, Any]:

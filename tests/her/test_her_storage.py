@@ -563,11 +563,12 @@ def test_bad_spaces_are_named():
 
 
 def test_bad_add_shapes_are_named():
+    # Refused by add() itself (tests/her/test_storage_robustness.py has the other cases).
     storage = make_storage()
     obs = {key: np.zeros((1, 4)) for key in SPACE.spaces}
-    storage.add(obs, np.zeros((1, 2)), [0.0], [False], [False], None, obs)
-    with pytest.raises(ValueError, match="leading axis of n_envs=1"):
-        storage.flush()
+    with pytest.raises(ValueError, match=r"observations\['achieved_goal'\] must have shape \(1, 3\)"):
+        storage.add(obs, np.zeros((1, 2)), [0.0], [False], [False], None, obs)
+    assert storage.num_transitions == 0
 
 
 @pytest.mark.parametrize("mode", ["vector_entry_point", "sync"])

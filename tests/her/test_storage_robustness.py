@@ -1,0 +1,284 @@
+"""HerStorage never loses good steps to a bad call, and says what is wrong where it happens.
+
+* ``add`` refuses a malformed step (shape, dtype kind, batch size, keys, NaN/inf) before staging
+  it: before, the step was staged as is and the next flush (at the latest the next ``sample``)
+  raised *after* emptying the staged list, so every pending good step was lost with it.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from her import HerStorage
+from tests.her.data import record_legacy_pickles as legacy
+from tests.her.test_her_storage import assert_same_storage
+
+# Encoded steps (observations [env, episode, step]) of episodes of 3, 4 and 4 steps: 100 adds hold
+# 27 complete episodes (99 transitions per env) and one step of the 28th.
+LENGTHS = [[3, 4, 4], [3, 4, 4]]
+
+
+def make(n_envs: int = 1, **kwargs) -> HerStorage:
+    kwargs.setdefault("seed", 0)
+    return HerStorage(
+        kwargs.pop("capacity", 1000),
+        legacy.SPACE,
+        legacy.ACTION_SPACE,
+        legacy.reward_fn,
+        n_envs=n_envs,
+        **kwargs,
+    )
+
+
+def steps(n_envs: int, n_steps: int, start: int = 0) -> list[tuple]:
+    return list(legacy.encoded_steps(n_envs, n_steps, LENGTHS[:n_envs], start=start))
+
+
+def test_a_malformed_step_is_refused_and_keeps_every_staged_step():
+    # The report: 100 good steps (27 finished episodes), still staged (flush_every=256), then one
+    # step with a wrong goal shape. The storage took it, and the next sample raised and lost all 100.
+    storage = make()
+    for step in steps(1, 100):
+        storage.add(*step)
+    obs, actions, rewards, terminated, truncated, infos, nxt = steps(1, 1, start=100)[0]
+    obs["achieved_goal"] = np.zeros((1, 2))
+    with pytest.raises(ValueError, match=r"observations\['achieved_goal'\] must have shape \(1, 3\)"):
+        storage.add(obs, actions, rewards, terminated, truncated, infos, nxt)
+    assert storage.num_sampleable == 99 and len(storage.episode_lengths()) == 27
+    assert storage.num_transitions == 100
+    assert storage.sample(64)["observations"]["observation"].shape == (64, 3)
+
+
+def _set(container: dict, key: str, value):
+    container[key] = value
+
+
+# (id, change made to a good step of 2 envs, error, message)
+BAD_STEPS = [
+    (
+        "goal shape",
+        lambda s: _set(s["obs"], "achieved_goal", np.zeros((2, 2))),
+        ValueError,
+        r"^observations\['achieved_goal'\] must have shape \(2, 3\) \(n_envs=2, then the space's \(3,\)\), "
+        r"got \(2, 2\)$",
+    ),
+    (
+        "batch size",
+        lambda s: _set(s["nxt"], "observation", np.zeros((3, 3))),
+        ValueError,
+        r"^next_observations\['observation'\] must have shape \(2, 3\) .*got \(3, 3\)$",
+    ),
+    (
+        "flattened",
+        lambda s: _set(s["obs"], "desired_goal", np.zeros(6)),
+        ValueError,
+        r"^observations\['desired_goal'\] must have shape \(2, 3\) .*got \(6,\)$",
+    ),
+    (
+        "missing key",
+        lambda s: s["obs"].pop("achieved_goal"),
+        ValueError,
+        r"^observations must have the keys \['achieved_goal', 'desired_goal', 'observation'\] of the "
+        r"observation space: missing \['achieved_goal'\], unexpected \[\]$",
+    ),
+    (
+        "extra key",
+        lambda s: _set(s["nxt"], "velocity", np.zeros((2, 3))),
+        ValueError,
+        r"^next_observations must have the keys .* missing \[\], unexpected \['velocity'\]$",
+    ),
+    (
+        "not a dict",
+        lambda s: _set(s, "obs", np.zeros((2, 9))),
+        TypeError,
+        r"^observations must be a dict of arrays with the keys \[.*\], got ndarray$",
+    ),
+    (
+        "observation dtype",
+        lambda s: _set(s["obs"], "observation", np.full((2, 3), "a")),
+        TypeError,
+        r"^observations\['observation'\] must be float64 \(bool, integer, float values accepted\), "
+        r"got dtype <U1$",
+    ),
+    (
+        "action shape",
+        lambda s: _set(s, "actions", np.zeros((2, 3), np.float32)),
+        ValueError,
+        r"^actions must have shape \(2, 2\) \(n_envs=2, then the space's \(2,\)\), got \(2, 3\)$",
+    ),
+    (
+        "action dtype",
+        lambda s: _set(s, "actions", np.zeros((2, 2), complex)),
+        TypeError,
+        r"^actions must be float32 \(bool, integer, float values accepted\), got dtype complex128$",
+    ),
+    (
+        "rewards size",
+        lambda s: _set(s, "rewards", np.zeros(3, np.float32)),
+        ValueError,
+        r"^rewards must have shape \(2,\) \(n_envs=2, then the space's \(\)\), got \(3,\)$",
+    ),
+    (
+        "ragged rewards",
+        lambda s: _set(s, "rewards", [[0.0], [0.0, 1.0]]),
+        ValueError,
+        r"^rewards must be an array of shape \(2,\), got a list numpy cannot read as one$",
+    ),
+    (
+        "float flags",
+        lambda s: _set(s, "terminated", np.zeros(2)),
+        TypeError,
+        r"^terminateds must be bool \(bool, integer values accepted\), got dtype float64$",
+    ),
+    (
+        "flags size",
+        lambda s: _set(s, "truncated", np.zeros(1, bool)),
+        ValueError,
+        r"^truncateds must have shape \(2,\) .*got \(1,\)$",
+    ),
+    (
+        "NaN observation",
+        lambda s: s["obs"]["observation"].__setitem__((1, 0), np.nan),
+        ValueError,
+        r"^observations\['observation'\] holds non-finite values \(NaN or inf\) for env\(s\) \[1\], which would "
+        r"poison training; nothing of this step was stored \(HerStorage\(check_finite=False\) stores them\)$",
+    ),
+    (
+        "inf reward",
+        lambda s: s["rewards"].__setitem__(0, np.inf),
+        ValueError,
+        r"^rewards holds non-finite values \(NaN or inf\) for env\(s\) \[0\]",
+    ),
+    (
+        "NaN action",
+        lambda s: s["actions"].__setitem__((1, 1), np.nan),
+        ValueError,
+        r"^actions holds non-finite values \(NaN or inf\) for env\(s\) \[1\]",
+    ),
+    (
+        "-inf final observation",
+        lambda s: (
+            s["nxt"]["desired_goal"].__setitem__((0, 2), -np.inf),
+            s["terminated"].__setitem__(0, True),
+        ),
+        ValueError,
+        r"^next_observations\['desired_goal'\] holds non-finite values \(NaN or inf\) for env\(s\) \[0\]",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"), [case[1:] for case in BAD_STEPS], ids=[c[0] for c in BAD_STEPS]
+)
+def test_a_bad_step_leaves_the_storage_as_if_never_called(change, error, message):
+    storage, twin = make(2), make(2)  # same seed: the same samples from the same contents
+    for step in steps(2, 100):
+        storage.add(*step)
+        twin.add(*step)
+    obs, actions, rewards, terminated, truncated, infos, nxt = steps(2, 1, start=100)[0]
+    bad = dict(obs=obs, actions=actions, rewards=rewards, terminated=terminated, truncated=truncated, nxt=nxt)
+    change(bad)
+    with pytest.raises(error, match=message):
+        storage.add(
+            bad["obs"], bad["actions"], bad["rewards"], bad["terminated"], bad["truncated"], infos, bad["nxt"]
+        )
+    assert storage.num_transitions == twin.num_transitions == 200
+    assert_same_storage(storage, twin)  # positions, episodes, every stored row, and samples
+    for step in steps(2, 60, start=100):  # further good steps: both go on alike
+        storage.add(*step)
+        twin.add(*step)
+    assert_same_storage(storage, twin)
+
+
+def test_bad_infos_are_refused_when_kept():
+    storage, twin = make(2, copy_info_dict=True), make(2, copy_info_dict=True)
+    for step in steps(2, 10):
+        storage.add(*step)
+        twin.add(*step)
+    obs, actions, rewards, terminated, truncated, infos, nxt = steps(2, 1, start=10)[0]
+    with pytest.raises(ValueError, match=r"^infos must have one entry per env \(2\), got 3$"):
+        storage.add(obs, actions, rewards, terminated, truncated, [*infos, {}], nxt)
+    with pytest.raises(
+        TypeError, match=r"^infos must be None, a list of dicts or a dict of arrays, got int$"
+    ):
+        storage.add(obs, actions, rewards, terminated, truncated, 3, nxt)
+    assert_same_storage(storage, twin)
+
+
+def test_next_observations_are_checked_where_they_are_stored():
+    # Within an episode the next observation is not stored (the next step's observation is, and
+    # is checked then): a bad one there is no harm, until end_episodes() would make it the final one.
+    storage = make()
+    good = steps(1, 5)  # an episode of 3 steps, then one of 4 under way
+    for step in good[:3]:
+        storage.add(*step)
+    obs, actions, rewards, terminated, truncated, infos, nxt = good[3]
+    storage.add(
+        obs, actions, rewards, terminated, truncated, infos, nxt | {"observation": np.full((1, 3), np.nan)}
+    )
+    with pytest.raises(ValueError) as error:
+        storage.end_episodes()
+    assert str(error.value) == (
+        "cannot end the unfinished episode(s) of env(s) [0]: next_observations['observation'] given with their "
+        "latest step holds non-finite values (NaN or inf), which would be their final observation; add a step "
+        "with finite values first"
+    )
+    np.testing.assert_array_equal(storage.current_episode_lengths, [1])
+    storage.add(*good[4])
+    assert storage.end_episodes().tolist() == [0]
+    assert storage.episode_lengths().tolist() == [3, 2]
+    assert np.isfinite(storage.sample(200)["next_observations"]["observation"]).all()
+
+
+def test_equivalent_forms_are_accepted_and_stored_alike():
+    # Axes of length 1 added or left out, Python scalars and lists, integer observations in float
+    # fields, float64 rewards, integer flags: the same values as the canonical arrays.
+    canonical, lenient = make(), make()
+    for k, (obs, actions, rewards, terminated, truncated, infos, nxt) in enumerate(steps(1, 40)):
+        canonical.add(obs, actions, rewards, terminated, truncated, infos, nxt)
+        lenient.add(
+            {key: value[0].astype(np.int64) for key, value in obs.items()},  # (3,) integers
+            actions[0].tolist(),
+            float(rewards[0]) if k % 2 else rewards.astype(np.float64).reshape(1, 1),
+            bool(terminated[0]),
+            truncated.astype(np.uint8),
+            infos,
+            {key: value.reshape(1, 1, 3) for key, value in nxt.items()},
+        )
+    assert_same_storage(canonical, lenient)
+
+
+def test_non_finite_values_are_stored_when_asked_and_huge_ones_always():
+    storage = make(check_finite=False)
+    obs, actions, rewards, terminated, truncated, infos, nxt = steps(1, 1)[0]
+    obs["observation"][0, 0] = np.nan
+    storage.add(obs, actions, rewards, terminated, truncated, infos, nxt)
+    assert np.isnan(storage.rows("observations")["observation"][0, 0, 0])
+    # 1e200 squared overflows the quick check's sum of squares; the exact check then accepts it.
+    checked = make()
+    obs, actions, rewards, terminated, truncated, infos, nxt = steps(1, 1)[0]
+    obs["observation"][0, 0] = 1e200
+    actions[0, 0] = 3e38  # float32: its square overflows too
+    for _ in range(2):  # the first add takes the careful path, the second the fast one
+        checked.add(obs, actions, rewards, terminated, truncated, infos, nxt)
+    assert checked.rows("observations")["observation"][1, 0, 0] == 1e200
+    assert checked.rows("actions")[0, 0, 0] == np.float32(3e38)
+    # Unpickled storages check too (the check is rebuilt, the option kept).
+    clone = pickle.loads(pickle.dumps(storage))
+    assert not clone.check_finite
+    clone.add(
+        obs | {"desired_goal": np.full((1, 3), np.nan)}, actions, rewards, terminated, truncated, infos, nxt
+    )
+    with pytest.raises(ValueError, match="non-finite"):
+        pickle.loads(pickle.dumps(checked)).add(
+            obs | {"desired_goal": np.full((1, 3), np.nan)},
+            actions,
+            rewards,
+            terminated,
+            truncated,
+            infos,
+            nxt,
+        )
