@@ -395,6 +395,9 @@ class HerStorage:
         batch_size = check_int("batch_size", batch_size, 1)
         self.flush()
         if self._episodes.total_valid == 0:
+            reason = self._episodes.why_empty()
+            if reason is not None:
+                raise RuntimeError(f"Unable to sample: {reason}")
             raise RuntimeError(
                 "Unable to sample before the end of the first episode. We recommend choosing a value "
                 "for learning_starts that is greater than the maximum number of timesteps in the environment."

@@ -2,7 +2,8 @@
 
 * ``add`` refuses a malformed step (shape, dtype kind, batch size, keys, NaN/inf) before staging
   it: before, the step was staged as is and the next flush (at the latest the next ``sample``)
-  raised *after* emptying the staged list, so every pending good step was lost with it.
+  raised *after* emptying the staged list, so every pending good step was lost with it;
+* an episode longer than the storage is named as the reason nothing can be sampled.
 """
 
 from __future__ import annotations
@@ -282,3 +283,48 @@ def test_non_finite_values_are_stored_when_asked_and_huge_ones_always():
             infos,
             nxt,
         )
+
+
+# ---------------------------------------------------------------------------------- long episodes
+def test_an_episode_longer_than_the_storage_is_the_reason_given():
+    storage = make(capacity=20)
+    for step in legacy.encoded_steps(1, 25, [[30]]):
+        storage.add(*step)
+    with (
+        pytest.warns(
+            UserWarning, match=r"^an episode of env\(s\) \[0\] has outgrown the 20 steps the storage keeps"
+        ),
+        pytest.raises(RuntimeError) as error,
+    ):
+        storage.sample(8)
+    assert str(error.value) == (
+        "Unable to sample: the longest episode of env 0 has reached 25 steps, more than the 20 steps the storage "
+        "keeps per env (capacity // n_envs), so it can never be sampled; raise capacity (stable-baselines3's "
+        "buffer_size) to at least 25 (n_envs=1 x the longest episode length), or end episodes sooner (a time limit)"
+    )
+    # It ends at 30 steps, still too long; a short episode after it can be sampled.
+    for step in legacy.encoded_steps(1, 5 + 4, [[30, 4]], start=25):
+        storage.add(*step)
+    assert storage.episode_lengths().tolist() == [4]
+    assert storage.sample(8)["observations"]["observation"][:, 1].tolist() == [1.0] * 8
+
+
+def test_the_longest_outgrown_episode_of_all_envs_is_named():
+    storage = make(2, capacity=40)  # 20 steps per env
+    with pytest.warns(UserWarning, match="has outgrown the 20 steps"):
+        for step in legacy.encoded_steps(2, 28, [[30], [25, 40]]):
+            storage.add(*step)
+        with pytest.raises(RuntimeError) as error:
+            storage.sample(8)
+    assert str(error.value).startswith(
+        "Unable to sample: the longest episode of env 0 has reached 28 steps, more than the 20 steps"
+    )
+    assert "to at least 56 (n_envs=2 x the longest episode length)" in str(error.value)
+
+
+def test_an_episode_as_long_as_the_storage_is_sampled():
+    storage = make(capacity=20)
+    for step in legacy.encoded_steps(1, 20, [[20]]):
+        storage.add(*step)
+    assert storage.episode_lengths().tolist() == [20]
+    storage.sample(4)
