@@ -126,6 +126,17 @@ class Episodes:
         arrays += [self.overrun, self.outgrown]
         return int(sum(a.nbytes for a in arrays))
 
+    @staticmethod
+    def planned_nbytes(layout: RecordLayout, steps: int, n_envs: int) -> int:
+        """:attr:`nbytes` of new episodes of these arguments, without building them."""
+        table = n_envs * _INITIAL_SLOTS * (2 * 8 + layout.record.itemsize)  # start, length, finals
+        pending = sum(
+            n_envs * int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            for shape, dtype in layout.obs_specs.values()
+        )
+        per_env = n_envs * (6 * 8 + 1)  # six int64 arrays and damaged
+        return steps + table + pending + per_env
+
     # ------------------------------------------------------------------ reading
     def refresh_window(self) -> None:
         """Cache, per env, where its sampleable rows start and the cumulative window sizes.

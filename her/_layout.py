@@ -547,3 +547,9 @@ class Ring:
     def nbytes(self) -> int:
         """Bytes of the records (and of the info pointers, when kept; not of the dicts)."""
         return self.records.nbytes + (self.infos.nbytes if self.infos is not None else 0)
+
+    @staticmethod
+    def planned_nbytes(layout: RecordLayout, steps: int, n_envs: int, keep_infos: bool) -> int:
+        """:attr:`nbytes` of a ring of these arguments, without building it."""
+        infos = steps * n_envs * np.dtype(object).itemsize if keep_infos else 0
+        return (steps * n_envs + n_envs) * layout.record.itemsize + infos

@@ -18,6 +18,8 @@ too), at the latest before the next sample.
 
 from __future__ import annotations
 
+import importlib
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -41,7 +43,7 @@ from her._layout import (
 from her._sampling import sample_transitions, to_torch
 from her.strategies import GoalSelectionStrategy, parse_strategy
 
-__all__ = ["GoalFn", "HerStorage"]
+__all__ = ["GoalFn", "HerStorage", "available_memory"]
 
 #: ``fn(achieved_goal, desired_goal, infos) -> array of shape (B,)``, as ``GoalEnv.compute_reward``.
 GoalFn = Callable[[np.ndarray, np.ndarray, Any], Any]
@@ -87,7 +89,8 @@ class HerStorage:
             infinite (they would poison training); ``False`` stores them as they are, slightly faster.
 
     A step whose arrays do not match the spaces (shape, dtype kind, keys) is refused by :meth:`add`
-    with a one-line error, before anything is stored: the storage stays as it was.
+    with a one-line error, before anything is stored: the storage stays as it was. Construction
+    warns when the storage needs more memory than is available (see :func:`available_memory`).
 
     Data flow: :meth:`add` takes one step of every env, as gymnasium returns it; :meth:`sample` returns
     ``{"observations": {key: (B, ...)}, "actions", "rewards", "next_observations": {key: ...},
@@ -136,6 +139,7 @@ class HerStorage:
         self._check = StepCheck(self._layout, self.n_envs, self.check_finite)
         # A block never covers a row twice, which keeps the bulk writes of flush() order-free.
         self._flush_at = min(check_int("flush_every", flush_every, 1), self.steps_per_env)
+        self._warn_if_beyond_memory()
         self._allocate()
 
     @classmethod
@@ -183,9 +187,39 @@ class HerStorage:
         self.terminated_fn = terminated_fn
 
     # ------------------------------------------------------------------ state
+    def planned_nbytes(self) -> int:
+        """Bytes of the arrays the storage allocates (all of :attr:`nbytes`), known before allocating."""
+        steps, n = self.steps_per_env, self.n_envs
+        return Ring.planned_nbytes(self._layout, steps, n, self.copy_info_dict) + Episodes.planned_nbytes(
+            self._layout, steps, n
+        )
+
+    def _sizes_text(self) -> str:
+        steps, n, needed = self.steps_per_env, self.n_envs, self.planned_nbytes()
+        return (
+            f"HerStorage(capacity={steps * n}) (stable-baselines3's buffer_size; {steps} steps per env x "
+            f"n_envs={n}) needs {needed:,} bytes ({needed / 2**30:,.1f} GiB)"
+        )
+
+    def _warn_if_beyond_memory(self) -> None:
+        needed, available = self.planned_nbytes(), available_memory()
+        if available is not None and needed > available:
+            info = ", not counting the info dicts" if self.copy_info_dict else ""
+            warnings.warn(
+                f"{self._sizes_text()}{info}, more than the {available:,} bytes ({available / 2**30:,.1f} "
+                "GiB) of memory available: it may exhaust memory as it fills; lower capacity",
+                UserWarning,
+                stacklevel=3,
+            )
+
     def _allocate(self) -> None:
-        self._ring = Ring(self._layout, self.steps_per_env, self.n_envs, self.copy_info_dict)
-        self._episodes = Episodes(self._layout, self.steps_per_env, self.n_envs)
+        try:
+            self._ring = Ring(self._layout, self.steps_per_env, self.n_envs, self.copy_info_dict)
+            self._episodes = Episodes(self._layout, self.steps_per_env, self.n_envs)
+        except (MemoryError, ValueError):
+            # numpy's own message (MemoryError, or ValueError beyond 2**63 bytes) names an array
+            # shape, not the argument to change.
+            raise MemoryError(f"{self._sizes_text()}, which could not be allocated; lower capacity") from None
         self._staged: list[tuple[Any, ...]] = []  # added steps not yet written (see add / flush)
 
     def reset(self) -> None:
@@ -440,6 +474,49 @@ class HerStorage:
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def available_memory() -> int | None:
+    """Bytes of memory new allocations can use, or None where this cannot be told.
+
+    psutil's ``virtual_memory().available`` when psutil is installed (as stable-baselines3), else
+    Linux's ``MemAvailable`` (``/proc/meminfo``); either way no more than a cgroup v2 memory limit
+    leaves (``/sys/fs/cgroup/memory.max`` less ``memory.current``: a container's limit).
+    """
+    available: int | None = None
+    try:
+        psutil = importlib.import_module("psutil")
+        available = int(psutil.virtual_memory().available)
+    except ImportError:
+        available = _meminfo_available()
+    limit = _cgroup_room()
+    if limit is not None:
+        available = limit if available is None else min(available, limit)
+    return available
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_room() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/memory.max", "rb") as f:
+            limit = f.read().strip()
+        if limit == b"max":
+            return None
+        with open("/sys/fs/cgroup/memory.current", "rb") as f:
+            current = int(f.read().strip())
+        return max(int(limit) - current, 0)
+    except (OSError, ValueError):
+        return None
 
 
 def _stack(items: list[Any], shape: tuple[int, ...]) -> np.ndarray:

@@ -3,17 +3,22 @@
 * ``add`` refuses a malformed step (shape, dtype kind, batch size, keys, NaN/inf) before staging
   it: before, the step was staged as is and the next flush (at the latest the next ``sample``)
   raised *after* emptying the staged list, so every pending good step was lost with it;
+* a storage larger than the available memory warns, and one that cannot be allocated says so in
+  one line naming the capacity and the bytes;
 * an episode longer than the storage is named as the reason nothing can be sampled.
 """
 
 from __future__ import annotations
 
+import contextlib
 import pickle
+import re
 
 import numpy as np
 import pytest
 
 from her import HerStorage
+from her.storage import available_memory
 from tests.her.data import record_legacy_pickles as legacy
 from tests.her.test_her_storage import assert_same_storage
 
@@ -283,6 +288,55 @@ def test_non_finite_values_are_stored_when_asked_and_huge_ones_always():
             infos,
             nxt,
         )
+
+
+# ---------------------------------------------------------------------------------- memory
+@pytest.mark.parametrize(
+    ("n_envs", "capacity", "copy_info_dict"), [(1, 100, False), (3, 100, True), (16, 10_000, False)]
+)
+def test_planned_bytes_are_the_allocated_bytes(n_envs, capacity, copy_info_dict):
+    # The size the memory check compares with the available memory is the size allocated.
+    storage = make(n_envs, capacity=capacity, copy_info_dict=copy_info_dict)
+    assert storage.planned_nbytes() == storage.nbytes
+    small = HerStorage(
+        capacity, {"achieved_goal": ((2,), np.int8), "desired_goal": ((2,), np.int8)}, ((), int), None
+    )
+    assert small.planned_nbytes() == small.nbytes
+
+
+@pytest.mark.parametrize("capacity", [2**56, 2**62])
+def test_a_storage_beyond_memory_warns_then_fails_in_one_line(capacity):
+    # 2**56 records of 96 bytes (6.9e18 bytes) exceed any machine's address space, so numpy refuses
+    # to map them (MemoryError) without touching a page; 2**62 records exceed 2**63 bytes, which
+    # numpy refuses as a ValueError. Both come out as one MemoryError naming capacity and bytes.
+    warns = pytest.warns(
+        UserWarning,
+        match=rf"^HerStorage\(capacity={capacity}\) \(stable-baselines3's buffer_size; {capacity} steps per env "
+        r"x n_envs=1\) needs [\d,]+ bytes \([\d,.]+ GiB\), more than the [\d,]+ bytes \([\d,.]+ GiB\) of memory "
+        r"available: it may exhaust memory as it fills; lower capacity$",
+    )
+    if available_memory() is None:  # no psutil and no /proc/meminfo: the check is skipped
+        warns = contextlib.nullcontext()
+    with warns, pytest.raises(MemoryError) as error:
+        make(capacity=capacity)
+    message = str(error.value)
+    assert re.fullmatch(
+        rf"HerStorage\(capacity={capacity}\) \(stable-baselines3's buffer_size; {capacity} steps per env x "
+        r"n_envs=1\) needs ([\d,]+) bytes \([\d,.]+ GiB\), which could not be allocated; lower capacity",
+        message,
+    )
+    needed = int(re.search(r"needs ([\d,]+) bytes", message).group(1).replace(",", ""))
+    assert needed > capacity * 96  # records of 96 bytes, plus the bookkeeping
+
+
+def test_available_memory_is_read_on_linux():
+    try:
+        with open("/proc/meminfo") as f:
+            total = int(next(line for line in f if line.startswith("MemTotal:")).split()[1]) * 1024
+    except OSError:
+        pytest.skip("no /proc/meminfo on this system")
+    available = available_memory()
+    assert available is not None and 0 < available <= total
 
 
 # ---------------------------------------------------------------------------------- long episodes
