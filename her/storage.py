@@ -186,6 +186,34 @@ class HerStorage:
         self.reward_fn = reward_fn
         self.terminated_fn = terminated_fn
 
+    def check_spaces(
+        self,
+        observation_space: spaces.Dict | Mapping[str, tuple[tuple[int, ...], Any]],
+        action_space: spaces.Space | tuple[tuple[int, ...], Any],
+        n_envs: int | None = None,
+    ) -> None:
+        """Raise ``ValueError`` unless this storage holds steps of these spaces (and ``n_envs`` envs).
+
+        For a storage loaded from a file before it is used with an env (e.g. ``storage.check_spaces(
+        env.single_observation_space, env.single_action_space, env.num_envs)``): the spaces must
+        give the shapes and dtypes it was built for (bounds do not matter). O(number of keys).
+        """
+        layout = self._layout
+        stored = (layout.obs_specs, (layout.action_shape, layout.action_dtype))
+        given = (field_specs(observation_space), action_spec(action_space))
+        if given != stored:
+            raise ValueError(
+                "this HerStorage holds steps of observation_space "
+                f"{_specs_text(stored[0])} and action_space {_spec_text(stored[1])}, not of the "
+                f"observation_space {_specs_text(given[0])} and action_space {_spec_text(given[1])} "
+                "given; build a new storage for these spaces"
+            )
+        if n_envs is not None and n_envs != self.n_envs:
+            raise ValueError(
+                f"this HerStorage holds steps of n_envs={self.n_envs} envs, not of the n_envs={n_envs} given; "
+                "build a new storage for this number of envs"
+            )
+
     # ------------------------------------------------------------------ state
     def planned_nbytes(self) -> int:
         """Bytes of the arrays the storage allocates (all of :attr:`nbytes`), known before allocating."""
@@ -474,6 +502,15 @@ class HerStorage:
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def _spec_text(spec: tuple[tuple[int, ...], np.dtype]) -> str:
+    shape, dtype = spec
+    return f"{shape} {dtype}"
+
+
+def _specs_text(specs: Mapping[str, tuple[tuple[int, ...], np.dtype]]) -> str:
+    return "{" + ", ".join(f"{key!r}: {_spec_text(spec)}" for key, spec in sorted(specs.items())) + "}"
 
 
 def available_memory() -> int | None:

@@ -5,7 +5,8 @@
   raised *after* emptying the staged list, so every pending good step was lost with it;
 * a storage larger than the available memory warns, and one that cannot be allocated says so in
   one line naming the capacity and the bytes;
-* an episode longer than the storage is named as the reason nothing can be sampled.
+* an episode longer than the storage is named as the reason nothing can be sampled;
+* a storage, or a stable-baselines3 buffer, loaded for other spaces is refused when it is attached.
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ import contextlib
 import pickle
 import re
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
+import goalenvs
 from her import HerStorage
 from her.storage import available_memory
 from tests.her.data import record_legacy_pickles as legacy
 from tests.her.test_her_storage import assert_same_storage
+
+gym.register_envs(goalenvs)
 
 # Encoded steps (observations [env, episode, step]) of episodes of 3, 4 and 4 steps: 100 adds hold
 # 27 complete episodes (99 transitions per env) and one step of the 28th.
@@ -382,3 +387,83 @@ def test_an_episode_as_long_as_the_storage_is_sampled():
         storage.add(*step)
     assert storage.episode_lengths().tolist() == [20]
     storage.sample(4)
+
+
+# ---------------------------------------------------------------------------------- other spaces
+def test_a_storage_loaded_for_other_spaces_is_refused():
+    four = gym.make("goalenvs/BitFlip-v0", n_bits=4)
+    six = gym.make("goalenvs/BitFlip-v0", n_bits=6)
+    loaded = pickle.loads(pickle.dumps(HerStorage.from_env(four, 100)))
+    loaded.check_spaces(four.observation_space, four.action_space, 1)
+    with pytest.raises(ValueError) as error:
+        loaded.check_spaces(six.observation_space, six.action_space)
+    assert str(error.value) == (
+        "this HerStorage holds steps of observation_space {'achieved_goal': (4,) int8, 'desired_goal': (4,) int8, "
+        "'observation': (4,) int8} and action_space () int64, not of the observation_space {'achieved_goal': "
+        "(6,) int8, 'desired_goal': (6,) int8, 'observation': (6,) int8} and action_space () int64 given; "
+        "build a new storage for these spaces"
+    )
+    with pytest.raises(
+        ValueError, match=r"^this HerStorage holds steps of n_envs=1 envs, not of the n_envs=4 given"
+    ):
+        loaded.check_spaces(four.observation_space, four.action_space, 4)
+
+
+def test_a_storage_of_fetch_reach_is_refused_for_fetch_push():
+    pytest.importorskip("mujoco", reason="the fetch extra (mujoco) is not installed")
+    reach, push = gym.make("goalenvs/FetchReach-v0"), gym.make("goalenvs/FetchPush-v0")
+    storage = HerStorage.from_env(reach, 100)
+    with pytest.raises(ValueError, match=r"'observation': \(10,\) float64.*'observation': \(25,\) float64"):
+        storage.check_spaces(push.observation_space, push.action_space)
+
+
+class TestStableBaselines3Load:
+    """``model.load_replay_buffer`` of a buffer saved for other spaces: refused by ``set_env``."""
+
+    @pytest.fixture(autouse=True)
+    def _sb3(self, one_torch_thread):
+        pytest.importorskip("stable_baselines3", reason="the sb3 extra (stable-baselines3) is not installed")
+
+    @staticmethod
+    def model(n_bits: int, n_envs: int = 1):
+        from stable_baselines3 import DQN
+        from stable_baselines3.common.env_util import make_vec_env
+
+        from her import HerReplayBuffer
+
+        env = make_vec_env("goalenvs:goalenvs/BitFlip-v0", n_envs=n_envs, env_kwargs=dict(n_bits=n_bits))
+        return DQN(
+            "MultiInputPolicy",
+            env,
+            replay_buffer_class=HerReplayBuffer,
+            buffer_size=1000,
+            learning_starts=10_000,  # collect only
+            policy_kwargs=dict(net_arch=[8]),
+            seed=0,
+        )
+
+    def test_other_spaces(self, tmp_path):
+        saved = self.model(4)
+        saved.learn(30)
+        saved.save_replay_buffer(tmp_path / "buffer.pkl")
+        other = self.model(6)
+        with pytest.raises(ValueError) as error:
+            other.load_replay_buffer(tmp_path / "buffer.pkl")
+        assert str(error.value) == (
+            "this HerReplayBuffer was saved for observation_space Dict('achieved_goal': MultiBinary(4), "
+            "'desired_goal': MultiBinary(4), 'observation': MultiBinary(4)) and action_space Discrete(4), not for "
+            "the env's Dict('achieved_goal': MultiBinary(6), 'desired_goal': MultiBinary(6), 'observation': "
+            "MultiBinary(6)) and Discrete(6); load it into a model of the same env, or start a new buffer"
+        )
+        same = self.model(4)
+        same.load_replay_buffer(tmp_path / "buffer.pkl")  # the same spaces still load
+        assert same.replay_buffer.storage.num_transitions == saved.replay_buffer.storage.num_transitions > 0
+
+    def test_other_number_of_envs(self, tmp_path):
+        saved = self.model(4)
+        saved.learn(20)
+        saved.save_replay_buffer(tmp_path / "buffer.pkl")
+        with pytest.raises(
+            ValueError, match=r"^this HerReplayBuffer was saved for n_envs=1 envs, not for the env's 2;"
+        ):
+            self.model(4, n_envs=2).load_replay_buffer(tmp_path / "buffer.pkl")
