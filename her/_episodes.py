@@ -28,6 +28,7 @@ Nothing here is public API: :class:`her.HerStorage` composes these parts.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,6 +48,9 @@ class Episodes:
 
     * ``current``: ordinal of the unfinished episode; ``current_len``: rows it has written so far
       (at most ``steps``); ``damaged``: whether it is longer than the ring (lost its first rows);
+      ``overrun``: how many first rows it lost (its length is ``current_len + overrun``);
+    * ``outgrown``: the length of the env's longest episode that outgrew the ring (0: none did), for
+      the error that says why nothing can be sampled;
     * ``oldest``: ordinal of the oldest complete episode still whole (``oldest == current``: none);
     * ``valid``: transitions of the complete, whole episodes (the env's window size);
     * ``pending``: ``{key: (n_envs, *shape)}``, the next observation of the env's latest step (the
@@ -79,6 +83,8 @@ class Episodes:
         self.oldest = np.ones(n, np.int64)
         self.valid = np.zeros(n, np.int64)
         self.damaged = np.zeros(n, bool)
+        self.overrun = np.zeros(n, np.int64)
+        self.outgrown = np.zeros(n, np.int64)
         self.pending = {key: np.zeros((n, *shape), dtype) for key, (shape, dtype) in layout.obs_specs.items()}
         self._allocate_table(_INITIAL_SLOTS)
         self.refresh_window()
@@ -104,6 +110,10 @@ class Episodes:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        if "overrun" not in state:  # pickled before episodes longer than the ring were measured
+            state["overrun"] = np.zeros(state["n_envs"], np.int64)
+            # A damaged episode is longer than the ring: steps + 1 rows at least.
+            state["outgrown"] = np.where(state["damaged"], state["steps"] + 1, 0).astype(np.int64)
         self.__dict__.update(state)
         self._build_views()
         self.refresh_window()
@@ -113,7 +123,19 @@ class Episodes:
         """Bytes of all its arrays."""
         arrays = [self.finals, self.starts, self.start, self.length, *self.pending.values()]
         arrays += [self.current, self.current_len, self.oldest, self.valid, self.damaged]
+        arrays += [self.overrun, self.outgrown]
         return int(sum(a.nbytes for a in arrays))
+
+    @staticmethod
+    def planned_nbytes(layout: RecordLayout, steps: int, n_envs: int) -> int:
+        """:attr:`nbytes` of new episodes of these arguments, without building them."""
+        table = n_envs * _INITIAL_SLOTS * (2 * 8 + layout.record.itemsize)  # start, length, finals
+        pending = sum(
+            n_envs * int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+            for shape, dtype in layout.obs_specs.values()
+        )
+        per_env = n_envs * (6 * 8 + 1)  # six int64 arrays and damaged
+        return steps + table + pending + per_env
 
     # ------------------------------------------------------------------ reading
     def refresh_window(self) -> None:
@@ -300,8 +322,14 @@ class Episodes:
         # sampled, dropped when it ends); it goes on from the next row.
         own = ordinals == self.current
         if own.any():
+            if (own & ~self.damaged).any():
+                self._warn_outgrown(np.flatnonzero(own & ~self.damaged))
             self.damaged |= own
             self.current_len[own] -= 1
+            self.overrun[own] += 1
+            # With this step (written next) it is current_len + 1 + overrun steps long.
+            length = self.current_len[own] + 1 + self.overrun[own]
+            self.outgrown[own] = np.maximum(self.outgrown[own], length)
             self.starts[(row + 1) % self.steps] = True
         # Episodes (of any env) still starting here after this write: those that start with it.
         self.starts[row] = bool((self.current_len == 0).any())
@@ -345,7 +373,31 @@ class Episodes:
             self.damaged[envs] = False
         self.current[envs] += 1
         self.current_len[envs] = 0
+        self.overrun[envs] = 0
         self.starts[(last_row + 1) % self.steps] = True
+
+    def _warn_outgrown(self, envs: np.ndarray) -> None:
+        # The text names the env only, so Python's default filter shows it once per env.
+        warnings.warn(
+            f"an episode of env(s) {envs.tolist()} has outgrown the {self.steps} steps the storage keeps per "
+            "env: it is losing its first steps and will never be sampled; raise capacity (stable-baselines3's "
+            f"buffer_size) to at least n_envs={self.n_envs} x the longest episode length, or end episodes "
+            "sooner (a time limit)",
+            stacklevel=2,
+        )
+
+    def why_empty(self) -> str | None:
+        """Why nothing can be sampled when episodes outgrew the ring (None when none did)."""
+        if not self.outgrown.any():
+            return None
+        env = int(np.argmax(self.outgrown))
+        length = int(self.outgrown[env])
+        return (
+            f"the longest episode of env {env} has reached {length} steps, more than the {self.steps} steps "
+            f"the storage keeps per env (capacity // n_envs), so it can never be sampled; raise capacity "
+            f"(stable-baselines3's buffer_size) to at least {length * self.n_envs} "
+            f"(n_envs={self.n_envs} x the longest episode length), or end episodes sooner (a time limit)"
+        )
 
     def _grow_table(self) -> None:
         """Double the per-env episode slots, moving every live episode to ``ordinal mod 2E``."""

@@ -14,7 +14,9 @@ Nothing here is public API: :class:`her.HerStorage` composes these parts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
+from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
@@ -31,6 +33,7 @@ __all__ = [
     "FieldSpec",
     "RecordLayout",
     "Ring",
+    "StepCheck",
     "action_spec",
     "field_specs",
     "record_dtype",
@@ -212,6 +215,231 @@ class RecordLayout:
         return whole, observation, goal
 
 
+#: For a field of each dtype kind, the kinds of values accepted (cast on writing): the same kind, or
+#: bool and integers into a wider kind. Floats into an integer field would be truncated and anything
+#: into a bool field collapsed to True/False, silently: refused. Other kinds need the exact dtype.
+_ACCEPTED_KINDS = {"b": "b", "i": "biu", "u": "biu", "f": "biuf", "c": "biufc"}
+_KIND_NAMES = {"b": "bool", "i": "integer", "u": "integer", "f": "float", "c": "complex"}
+
+
+def _squeezed(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """``shape`` without its axes of length 1 (which do not change the order of the values)."""
+    return tuple(d for d in shape if d != 1)
+
+
+class StepCheck:
+    """Checks the arguments of one :meth:`her.HerStorage.add` before anything is staged.
+
+    Every array needs the shape ``(n_envs, *field shape)``, give or take axes of length 1 (they do
+    not reorder the values: ``(n_envs,)`` for a ``(1,)`` field, a scalar flag for one env), and a
+    dtype of a kind that casts to the field's without changing what the values mean (see
+    ``_ACCEPTED_KINDS``). Observations are dicts with exactly the observation keys.
+
+    With ``check_finite``, the float values that are stored must be finite: observations, actions,
+    rewards, and the next observations of a step that ends an episode (within an episode the next
+    observation is not stored: the next step's observation is, and it is checked then). Per float
+    array one ``np.vdot`` of the array with itself, which NaN or inf anywhere make non-finite (only
+    then an exact ``np.isfinite``, which tells a huge but finite value from a bad one).
+
+    Cost: the shapes and dtypes of all the arrays are read and compared in one C-level pass (a
+    ``map`` of ``attrgetter``) with the signatures already accepted; only a new signature (the first
+    step, or a bad one) takes the careful path, :meth:`check`, which accepts it or explains.
+
+    A bad argument raises ``TypeError`` (not a dict; a dtype of a refused kind) or ``ValueError``
+    (keys; shape; non-finite values) in one line naming it, what is expected and what was received.
+    """
+
+    _MAX_SIGNATURES = 8  # step signatures remembered as accepted (usually one)
+
+    def __init__(self, layout: RecordLayout, n_envs: int, check_finite: bool) -> None:
+        n = n_envs
+        self.n_envs = n
+        self.check_finite = check_finite
+        self.keys = frozenset(layout.obs_specs)
+        #: (key, shape, dtype, accepted kinds) of each observation entry
+        self.obs = tuple(
+            (key, (n, *shape), dtype, _ACCEPTED_KINDS.get(dtype.kind, "\0"))
+            for key, (shape, dtype) in layout.obs_specs.items()
+        )
+        self.action = (
+            (n, *layout.action_shape),
+            layout.action_dtype,
+            _ACCEPTED_KINDS.get(layout.action_dtype.kind, "\0"),
+        )
+        self.per_env = (n,)
+        # A tuple of the observation entries, in one C call (HER spaces have at least two keys).
+        self._values = itemgetter(*(key for key, *_ in self.obs))
+        self._n_keys = len(self.obs)
+        # Of the tuple (*observations, actions, rewards), the float fields (vdot checks them), and of
+        # the observations alone, the float ones (of next observations, checked where stored).
+        kinds = [dtype.kind for _, _, dtype, _ in self.obs] + [layout.action_dtype.kind, "f"]
+        self._floats = _getter([i for i, kind in enumerate(kinds) if kind == "f"])
+        self._float_obs = _getter([i for i, kind in enumerate(kinds[:-2]) if kind == "f"])
+        # Complex fields, or fields of other kinds, always take the careful path.
+        self._fast = all(kind in "biuf" for kind in kinds)
+        self._accepted: list[list[tuple[tuple[int, ...], np.dtype]]] = []
+
+    def __call__(
+        self,
+        observations: Any,
+        actions: Any,
+        rewards: Any,
+        terminateds: Any,
+        truncateds: Any,
+        next_observations: Any,
+    ) -> None:
+        """Check one step (the arguments of ``add`` but ``infos``); raise on the first bad one."""
+        try:
+            obs = self._values(observations)
+            nxt = self._values(next_observations)
+            values = (*obs, *nxt, actions, rewards)
+            if type(terminateds) is bool and type(truncateds) is bool:  # one env's flags, as Python bools
+                done: Any = terminateds or truncateds
+            else:
+                values += (terminateds, truncateds)
+                done = None
+            known = (
+                list(map(_SIGNATURE, values)) in self._accepted
+                and isinstance(observations, dict)
+                and isinstance(next_observations, dict)
+                and len(observations) == self._n_keys  # no other keys
+                and len(next_observations) == self._n_keys
+            )
+        except (KeyError, IndexError, TypeError, AttributeError):  # not dicts of arrays: check() explains
+            known = False
+        if not known:
+            self.check(observations, actions, rewards, terminateds, truncateds, next_observations)
+            return
+        if not self.check_finite:
+            return
+        for v in self._floats((*obs, actions, rewards)):
+            if not _isfinite(_vdot(v, v)):
+                self.check(observations, actions, rewards, terminateds, truncateds, next_observations)
+        if done is None:
+            done = _count_nonzero(terminateds) or _count_nonzero(truncateds)
+        if done:
+            for v in self._float_obs(nxt):
+                if not _isfinite(_vdot(v, v)):
+                    self.check(observations, actions, rewards, terminateds, truncateds, next_observations)
+
+    def check(
+        self,
+        observations: Any,
+        actions: Any,
+        rewards: Any,
+        terminateds: Any,
+        truncateds: Any,
+        next_observations: Any,
+    ) -> None:
+        """The careful path: check every argument, exactly; remember the signature of a good step."""
+        flags = (terminateds, truncateds)
+        self.mapping(observations, "observations")
+        self.mapping(next_observations, "next_observations")
+        for key, shape, dtype, kinds in self.obs:
+            self.array(observations[key], shape, dtype, kinds, "observations", key)
+        shape, dtype, kinds = self.action
+        self.array(actions, shape, dtype, kinds, "actions")
+        self.array(rewards, self.per_env, _FLOAT32, "biuf", "rewards")
+        for name, flag in zip(("terminateds", "truncateds"), flags, strict=True):
+            self.array(flag, self.per_env, _BOOL, "biu", name, finite=False)
+        done = any(np.count_nonzero(flag) for flag in flags)
+        for key, shape, dtype, kinds in self.obs:
+            self.array(next_observations[key], shape, dtype, kinds, "next_observations", key, finite=done)
+        self._remember(observations, actions, rewards, terminateds, truncateds, next_observations)
+
+    def _remember(self, *step: Any) -> None:
+        """Accept later steps of the same shapes and dtypes on the fast path."""
+        if not self._fast or len(self._accepted) >= self._MAX_SIGNATURES:
+            return
+        observations, actions, rewards, terminateds, truncateds, next_observations = step
+        values = (*self._values(observations), *self._values(next_observations), actions, rewards)
+        if not (type(terminateds) is bool and type(truncateds) is bool):
+            values += (terminateds, truncateds)
+        if all(type(v) is np.ndarray for v in values):
+            self._accepted.append(list(map(_SIGNATURE, values)))
+
+    def mapping(self, value: Any, name: str) -> None:
+        """Check that ``value`` is a mapping with exactly the observation keys."""
+        if not isinstance(value, Mapping):
+            raise TypeError(
+                f"{name} must be a dict of arrays with the keys {sorted(self.keys)}, got {type(value).__name__}"
+            )
+        if value.keys() != self.keys:
+            missing = sorted(self.keys - value.keys())
+            unexpected = sorted(map(str, value.keys() - self.keys))
+            raise ValueError(
+                f"{name} must have the keys {sorted(self.keys)} of the observation space: "
+                f"missing {missing}, unexpected {unexpected}"
+            )
+
+    def array(
+        self,
+        value: Any,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        kinds: str,
+        name: str,
+        key: str | None = None,
+        finite: bool = True,
+    ) -> None:
+        """Check one array argument against ``shape`` and ``dtype`` (``kinds``: the kinds accepted),
+        and its values, if ``finite`` and ``check_finite``."""
+        if type(value) is not np.ndarray:
+            try:
+                value = np.asarray(value)
+            except (TypeError, ValueError):  # ragged nested lists and the like
+                raise ValueError(
+                    f"{_label(name, key)} must be an array of shape {shape}, got a {type(value).__name__} "
+                    "numpy cannot read as one"
+                ) from None
+        if value.shape != shape and _squeezed(value.shape) != _squeezed(shape):
+            raise ValueError(
+                f"{_label(name, key)} must have shape {shape} (n_envs={self.n_envs}, then the space's "
+                f"{shape[1:]}), got {value.shape}"
+            )
+        kind = value.dtype.kind
+        if kind not in kinds and value.dtype != dtype:
+            accepted = ", ".join(dict.fromkeys(_KIND_NAMES[k] for k in kinds if k in _KIND_NAMES))
+            expected = f"{dtype} ({accepted} values accepted)" if accepted else str(dtype)
+            raise TypeError(f"{_label(name, key)} must be {expected}, got dtype {value.dtype}")
+        if not (finite and self.check_finite) or kind not in "fc":
+            return
+        is_finite = np.isfinite(value)
+        if is_finite.all():
+            return
+        envs = np.flatnonzero(~is_finite.reshape(self.n_envs, -1).all(axis=1)).tolist()
+        raise ValueError(
+            f"{_label(name, key)} holds non-finite values (NaN or inf) for env(s) {envs}, which would "
+            "poison training; nothing of this step was stored (HerStorage(check_finite=False) stores them)"
+        )
+
+
+def _getter(indices: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """``items -> tuple of items[i] for i in indices``, as one C call where it can."""
+    if len(indices) > 1:
+        return itemgetter(*indices)
+    if len(indices) == 1:
+        index = indices[0]
+        return lambda items: (items[index],)
+    return lambda items: ()
+
+
+_SIGNATURE = attrgetter("shape", "dtype")
+# vdot(v, v): the sum of squares of v's values, which NaN or inf anywhere make NaN or inf; finite, it
+# proves every value finite (non-finite, it may also be an overflow: check() then looks exactly).
+_vdot = np.vdot
+_isfinite = math.isfinite
+_count_nonzero = np.count_nonzero
+
+
+_FLOAT32 = np.dtype(np.float32)
+_BOOL = np.dtype(bool)
+
+
+def _label(name: str, key: str | None) -> str:
+    return name if key is None else f"{name}[{key!r}]"
+
+
 class Ring:
     """The ring: ``steps`` rows of ``n_envs`` records (env ``e``'s step on row ``r`` at ``r * n_envs + e``).
 
@@ -319,3 +547,9 @@ class Ring:
     def nbytes(self) -> int:
         """Bytes of the records (and of the info pointers, when kept; not of the dicts)."""
         return self.records.nbytes + (self.infos.nbytes if self.infos is not None else 0)
+
+    @staticmethod
+    def planned_nbytes(layout: RecordLayout, steps: int, n_envs: int, keep_infos: bool) -> int:
+        """:attr:`nbytes` of a ring of these arguments, without building it."""
+        infos = steps * n_envs * np.dtype(object).itemsize if keep_infos else 0
+        return (steps * n_envs + n_envs) * layout.record.itemsize + infos

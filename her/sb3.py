@@ -20,7 +20,10 @@ parent's storage is built or used. What differs from stable-baselines3's buffer:
   NumPy's global state, so an algorithm's ``seed=`` still makes runs reproducible);
 * extra keyword-only options: ``recompute_terminated`` (relabelled ``done`` from the env's
   ``compute_terminated``, stable-baselines3 issue #627), ``compute_reward`` / ``compute_terminated``
-  (explicit functions instead of the env's) and ``seed``.
+  (explicit functions instead of the env's), ``seed`` and ``check_finite``;
+* ``add`` refuses a step that does not match the spaces (or, by default, holds NaN or inf) before
+  storing any of it, and ``set_env`` (so ``model.load_replay_buffer``) a buffer saved for other
+  spaces or another number of envs.
 
 stable-baselines3's arrays, read-only: code written against the stock buffer that reads
 ``observations``, ``next_observations``, ``actions``, ``rewards``, ``dones``, ``timeouts``, ``infos``,
@@ -94,6 +97,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             of the env's ``compute_reward`` (kept when the buffer is pickled; should then be picklable).
         compute_terminated: likewise for ``compute_terminated``.
         seed: seed of the buffer's generator; ``None`` draws one from NumPy's global state.
+        check_finite: refuse NaN or infinite observations, actions and rewards in ``add`` (default
+            ``True``; see :class:`her.HerStorage`).
     """
 
     def __init__(
@@ -114,6 +119,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         compute_reward: GoalFn | None = None,
         compute_terminated: GoalFn | None = None,
         seed: int | None = None,
+        check_finite: bool = True,
     ) -> None:
         # The parent constructors are not called on purpose: they would allocate the storage we
         # replace (including one info dict per transition). We set the attributes SB3 code reads.
@@ -166,6 +172,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             seed=seed,
             borrow_arrays=True,
             pickle_functions=explicit_functions,
+            check_finite=check_finite,
         )
         # stable-baselines3's enum, as its own buffer has (the storage holds her's).
         self.goal_selection_strategy = _SB3Strategy[self._storage.goal_selection_strategy.name]
@@ -227,10 +234,44 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         self.goal_selection_strategy = _SB3Strategy[self.goal_selection_strategy.name]
 
     def set_env(self, env: VecEnv) -> None:
-        """Attach the env after unpickling (and resolve its ``compute_reward`` again)."""
+        """Attach the env after unpickling (and resolve its ``compute_reward`` again).
+
+        stable-baselines3's ``model.load_replay_buffer`` calls it with the model's env: a buffer saved
+        for other spaces (shapes or dtypes) or another number of envs is refused here, in one line
+        naming both, rather than at the first ``add`` or ``sample``.
+        """
         if self.env is not None:
             raise ValueError("Trying to set env of already initialized environment.")
+        self._check_env(env)
         self._bind_env(env)
+
+    def _check_env(self, env: VecEnv) -> None:
+        """Raise ``ValueError`` unless ``env`` has the spaces and number of envs this buffer stores."""
+        obs_space, action_space = env.observation_space, env.action_space
+        if not isinstance(obs_space, spaces.Dict):
+            raise ValueError(
+                f"this HerReplayBuffer was saved for the observation space {self.observation_space}, "
+                f"not for the env's {obs_space} (HER needs a spaces.Dict)"
+            )
+        # The layout the storage was built for, from the env's spaces as __init__ derives it (bounds
+        # may differ; shapes and dtypes may not).
+        shapes = get_obs_shape(obs_space)
+        assert isinstance(shapes, dict)  # of a spaces.Dict
+        fields = {key: (shape, obs_space[key].dtype) for key, shape in shapes.items()}
+        action = ((get_action_dim(action_space),), ReplayBuffer._maybe_cast_dtype(action_space.dtype))
+        try:
+            self._storage.check_spaces(fields, action)
+        except ValueError:
+            raise ValueError(
+                f"this HerReplayBuffer was saved for observation_space {self.observation_space} and "
+                f"action_space {self.action_space}, not for the env's {obs_space} and {action_space}; "
+                "load it into a model of the same env, or start a new buffer"
+            ) from None
+        if env.num_envs != self.n_envs:
+            raise ValueError(
+                f"this HerReplayBuffer was saved for n_envs={self.n_envs} envs, not for the env's "
+                f"{env.num_envs}; load it into a model with {self.n_envs} envs, or start a new buffer"
+            )
 
     # ------------------------------------------------------------------ SB3 buffer interface
     @property

@@ -18,6 +18,8 @@ too), at the latest before the next sample.
 
 from __future__ import annotations
 
+import importlib
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -34,13 +36,14 @@ from her._layout import (
     TRUNCATED,
     RecordLayout,
     Ring,
+    StepCheck,
     action_spec,
     field_specs,
 )
 from her._sampling import sample_transitions, to_torch
 from her.strategies import GoalSelectionStrategy, parse_strategy
 
-__all__ = ["GoalFn", "HerStorage"]
+__all__ = ["GoalFn", "HerStorage", "available_memory"]
 
 #: ``fn(achieved_goal, desired_goal, infos) -> array of shape (B,)``, as ``GoalEnv.compute_reward``.
 GoalFn = Callable[[np.ndarray, np.ndarray, Any], Any]
@@ -82,6 +85,12 @@ class HerStorage:
             same name). ``False`` pickles them as ``None``, for functions that are bound methods of an
             env which should not travel with the storage: give them again after loading, with
             :meth:`set_functions`.
+        check_finite: refuse, in :meth:`add`, float observations, actions and rewards that are NaN or
+            infinite (they would poison training); ``False`` stores them as they are, slightly faster.
+
+    A step whose arrays do not match the spaces (shape, dtype kind, keys) is refused by :meth:`add`
+    with a one-line error, before anything is stored: the storage stays as it was. Construction
+    warns when the storage needs more memory than is available (see :func:`available_memory`).
 
     Data flow: :meth:`add` takes one step of every env, as gymnasium returns it; :meth:`sample` returns
     ``{"observations": {key: (B, ...)}, "actions", "rewards", "next_observations": {key: ...},
@@ -107,6 +116,7 @@ class HerStorage:
         borrow_arrays: bool = False,
         flush_every: int = 256,
         pickle_functions: bool = True,
+        check_finite: bool = True,
     ) -> None:
         capacity = check_int("capacity", capacity, 1)
         self.n_envs = check_int("n_envs", n_envs, 1)
@@ -125,8 +135,11 @@ class HerStorage:
         self._layout = RecordLayout(field_specs(observation_space), *action_spec(action_space))
         self.steps_per_env = max(capacity // self.n_envs, 1)
         self.borrow_arrays = bool(borrow_arrays)
+        self.check_finite = bool(check_finite)
+        self._check = StepCheck(self._layout, self.n_envs, self.check_finite)
         # A block never covers a row twice, which keeps the bulk writes of flush() order-free.
         self._flush_at = min(check_int("flush_every", flush_every, 1), self.steps_per_env)
+        self._warn_if_beyond_memory()
         self._allocate()
 
     @classmethod
@@ -173,10 +186,68 @@ class HerStorage:
         self.reward_fn = reward_fn
         self.terminated_fn = terminated_fn
 
+    def check_spaces(
+        self,
+        observation_space: spaces.Dict | Mapping[str, tuple[tuple[int, ...], Any]],
+        action_space: spaces.Space | tuple[tuple[int, ...], Any],
+        n_envs: int | None = None,
+    ) -> None:
+        """Raise ``ValueError`` unless this storage holds steps of these spaces (and ``n_envs`` envs).
+
+        For a storage loaded from a file before it is used with an env (e.g. ``storage.check_spaces(
+        env.single_observation_space, env.single_action_space, env.num_envs)``): the spaces must
+        give the shapes and dtypes it was built for (bounds do not matter). O(number of keys).
+        """
+        layout = self._layout
+        stored = (layout.obs_specs, (layout.action_shape, layout.action_dtype))
+        given = (field_specs(observation_space), action_spec(action_space))
+        if given != stored:
+            raise ValueError(
+                "this HerStorage holds steps of observation_space "
+                f"{_specs_text(stored[0])} and action_space {_spec_text(stored[1])}, not of the "
+                f"observation_space {_specs_text(given[0])} and action_space {_spec_text(given[1])} "
+                "given; build a new storage for these spaces"
+            )
+        if n_envs is not None and n_envs != self.n_envs:
+            raise ValueError(
+                f"this HerStorage holds steps of n_envs={self.n_envs} envs, not of the n_envs={n_envs} given; "
+                "build a new storage for this number of envs"
+            )
+
     # ------------------------------------------------------------------ state
+    def planned_nbytes(self) -> int:
+        """Bytes of the arrays the storage allocates (all of :attr:`nbytes`), known before allocating."""
+        steps, n = self.steps_per_env, self.n_envs
+        return Ring.planned_nbytes(self._layout, steps, n, self.copy_info_dict) + Episodes.planned_nbytes(
+            self._layout, steps, n
+        )
+
+    def _sizes_text(self) -> str:
+        steps, n, needed = self.steps_per_env, self.n_envs, self.planned_nbytes()
+        return (
+            f"HerStorage(capacity={steps * n}) (stable-baselines3's buffer_size; {steps} steps per env x "
+            f"n_envs={n}) needs {needed:,} bytes ({needed / 2**30:,.1f} GiB)"
+        )
+
+    def _warn_if_beyond_memory(self) -> None:
+        needed, available = self.planned_nbytes(), available_memory()
+        if available is not None and needed > available:
+            info = ", not counting the info dicts" if self.copy_info_dict else ""
+            warnings.warn(
+                f"{self._sizes_text()}{info}, more than the {available:,} bytes ({available / 2**30:,.1f} "
+                "GiB) of memory available: it may exhaust memory as it fills; lower capacity",
+                UserWarning,
+                stacklevel=3,
+            )
+
     def _allocate(self) -> None:
-        self._ring = Ring(self._layout, self.steps_per_env, self.n_envs, self.copy_info_dict)
-        self._episodes = Episodes(self._layout, self.steps_per_env, self.n_envs)
+        try:
+            self._ring = Ring(self._layout, self.steps_per_env, self.n_envs, self.copy_info_dict)
+            self._episodes = Episodes(self._layout, self.steps_per_env, self.n_envs)
+        except (MemoryError, ValueError):
+            # numpy's own message (MemoryError, or ValueError beyond 2**63 bytes) names an array
+            # shape, not the argument to change.
+            raise MemoryError(f"{self._sizes_text()}, which could not be allocated; lower capacity") from None
         self._staged: list[tuple[Any, ...]] = []  # added steps not yet written (see add / flush)
 
     def reset(self) -> None:
@@ -186,6 +257,7 @@ class HerStorage:
     def __getstate__(self) -> dict[str, Any]:
         self.flush()  # staged steps may reference the caller's arrays: write them before pickling
         state = self.__dict__.copy()
+        del state["_check"]  # derived from the layout
         if not self.pickle_functions:
             state["reward_fn"] = None
             state["terminated_fn"] = None
@@ -194,6 +266,8 @@ class HerStorage:
     def __setstate__(self, state: dict[str, Any]) -> None:
         if "_episodes" not in state:
             state = _state_from_flat(state)
+        state.setdefault("check_finite", True)  # pickled before the option
+        state["_check"] = StepCheck(state["_layout"], state["n_envs"], state["check_finite"])
         self.__dict__.update(state)
 
     @property
@@ -275,7 +349,16 @@ class HerStorage:
         Steps are staged and written to the ring in blocks (one array operation per field for many
         steps; always before the next :meth:`sample`). Unless ``borrow_arrays`` is true, the arrays are
         copied here, so the caller may reuse them.
+
+        Every array is checked first (shape ``(n_envs, *shape)`` give or take axes of length 1, a
+        dtype that casts to the stored one without changing what the values mean, the observation
+        keys, finite values with ``check_finite``): a bad one raises ``ValueError`` or ``TypeError``
+        naming it, and nothing of the step is stored. With ``copy_info_dict``, ``infos`` must hold
+        one entry per env.
         """
+        self._check(observations, actions, rewards, terminateds, truncateds, next_observations)
+        if self._ring.infos is not None:
+            infos = env_infos(infos, self.n_envs)  # split (and checked) now, not when written
         if not self.borrow_arrays:
             observations = {key: np.array(value) for key, value in observations.items()}
             next_observations = {key: np.array(value) for key, value in next_observations.items()}
@@ -293,24 +376,18 @@ class HerStorage:
         staged = self._staged
         if not staged:
             return
-        self._staged = []
         ring, episodes, layout = self._ring, self._episodes, self._layout
         n_steps, n, steps = len(staged), self.n_envs, self.steps_per_env
-        try:
-            blocks = {
-                layout.obs_names[key]: _stack([step[0][key] for step in staged], (n_steps * n, *shape))
-                for key, (shape, _) in layout.obs_specs.items()
-            }
-            blocks[ACTION] = _stack([step[1] for step in staged], (n_steps * n, *layout.action_shape))
-            blocks[REWARD] = _stack([step[2] for step in staged], (n_steps * n,))
-            terminated = _stack([step[3] for step in staged], (n_steps, n)).astype(bool, copy=False)
-            truncated = _stack([step[4] for step in staged], (n_steps, n)).astype(bool, copy=False)
-        except (ValueError, KeyError) as error:
-            raise type(error)(
-                f"add() expects arrays with a leading axis of n_envs={n}: observations and next_observations "
-                f"as dicts with keys {list(layout.obs_specs)} of shapes {layout.obs_specs}, actions of shape "
-                f"{(n, *layout.action_shape)}, rewards/terminateds/truncateds of shape ({n},) ({error})"
-            ) from error
+        # add() checked every step, so only memory can fail here; the steps stay staged until then.
+        blocks = {
+            layout.obs_names[key]: _stack([step[0][key] for step in staged], (n_steps * n, *shape))
+            for key, (shape, _) in layout.obs_specs.items()
+        }
+        blocks[ACTION] = _stack([step[1] for step in staged], (n_steps * n, *layout.action_shape))
+        blocks[REWARD] = _stack([step[2] for step in staged], (n_steps * n,))
+        terminated = _stack([step[3] for step in staged], (n_steps, n)).astype(bool, copy=False)
+        truncated = _stack([step[4] for step in staged], (n_steps, n)).astype(bool, copy=False)
+        self._staged = []
         truncated = truncated & ~terminated
         done = terminated | truncated
         rows = ring.pos + np.arange(n_steps)
@@ -323,7 +400,7 @@ class HerStorage:
         blocks[EPISODE] = ordinals.reshape(-1)
         infos = None
         if ring.infos is not None:
-            infos = [info for step in staged for info in env_infos(step[5], n)]
+            infos = [info for step in staged for info in step[5]]  # split per env by add()
         ring.write(n_steps, blocks, infos)
         episodes.set_pending(next_obs[-1])
         episodes.refresh_window()
@@ -336,6 +413,8 @@ class HerStorage:
         the next steps will not continue that episode. Returns the indices of the envs that were cut.
         """
         self.flush()
+        if self.check_finite:
+            self._check_pending()
         ring = self._ring
         last_row = (ring.pos - 1) % self.steps_per_env
         envs = self._episodes.end_unfinished(last_row)
@@ -344,6 +423,23 @@ class HerStorage:
             ring.truncated[flat] = ~ring.terminated[flat]
             ring.mirror_first_row()
         return envs
+
+    def _check_pending(self) -> None:
+        """Refuse to cut episodes whose final observation would hold NaN or inf (add() checks the
+        next observations of a step only when it ends an episode: others are not stored)."""
+        episodes = self._episodes
+        under_way = episodes.current_len > 0
+        for key, pending in episodes.pending.items():
+            if pending.dtype.kind not in "fc":
+                continue
+            finite = np.isfinite(pending.reshape(self.n_envs, -1)).all(axis=1)
+            bad = np.flatnonzero(under_way & ~finite).tolist()
+            if bad:
+                raise ValueError(
+                    f"cannot end the unfinished episode(s) of env(s) {bad}: next_observations[{key!r}] given "
+                    "with their latest step holds non-finite values (NaN or inf), which would be their final "
+                    "observation; add a step with finite values first"
+                )
 
     # ------------------------------------------------------------------ sampling
     def sample(self, batch_size: int) -> dict[str, Any]:
@@ -361,6 +457,9 @@ class HerStorage:
         batch_size = check_int("batch_size", batch_size, 1)
         self.flush()
         if self._episodes.total_valid == 0:
+            reason = self._episodes.why_empty()
+            if reason is not None:
+                raise RuntimeError(f"Unable to sample: {reason}")
             raise RuntimeError(
                 "Unable to sample before the end of the first episode. We recommend choosing a value "
                 "for learning_starts that is greater than the maximum number of timesteps in the environment."
@@ -403,6 +502,58 @@ class HerStorage:
 def _readonly(array: np.ndarray) -> np.ndarray:
     array.flags.writeable = False
     return array
+
+
+def _spec_text(spec: tuple[tuple[int, ...], np.dtype]) -> str:
+    shape, dtype = spec
+    return f"{shape} {dtype}"
+
+
+def _specs_text(specs: Mapping[str, tuple[tuple[int, ...], np.dtype]]) -> str:
+    return "{" + ", ".join(f"{key!r}: {_spec_text(spec)}" for key, spec in sorted(specs.items())) + "}"
+
+
+def available_memory() -> int | None:
+    """Bytes of memory new allocations can use, or None where this cannot be told.
+
+    psutil's ``virtual_memory().available`` when psutil is installed (as stable-baselines3), else
+    Linux's ``MemAvailable`` (``/proc/meminfo``); either way no more than a cgroup v2 memory limit
+    leaves (``/sys/fs/cgroup/memory.max`` less ``memory.current``: a container's limit).
+    """
+    available: int | None = None
+    try:
+        psutil = importlib.import_module("psutil")
+        available = int(psutil.virtual_memory().available)
+    except ImportError:
+        available = _meminfo_available()
+    limit = _cgroup_room()
+    if limit is not None:
+        available = limit if available is None else min(available, limit)
+    return available
+
+
+def _meminfo_available() -> int | None:
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024  # in kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _cgroup_room() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/memory.max", "rb") as f:
+            limit = f.read().strip()
+        if limit == b"max":
+            return None
+        with open("/sys/fs/cgroup/memory.current", "rb") as f:
+            current = int(f.read().strip())
+        return max(int(limit) - current, 0)
+    except (OSError, ValueError):
+        return None
 
 
 def _stack(items: list[Any], shape: tuple[int, ...]) -> np.ndarray:
