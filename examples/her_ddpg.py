@@ -432,18 +432,22 @@ class Trainer:
         for env, rng in zip(self.envs, rngs, strict=True):
             env.np_random = rng
         storage = _load_part(checkpoint, "storage.pkl", pickle.load)
-        if not isinstance(storage, HerStorage) or storage.n_envs != self.cfg.n_envs:
-            raise RunError(_unfit(checkpoint, "storage.pkl", "holds no HerStorage of this run"))
+        if not isinstance(storage, HerStorage):
+            raise RunError(_unfit(checkpoint, "storage.pkl", "holds no HerStorage"))
+        try:
+            storage.check_spaces(self.envs[0].observation_space, self.envs[0].action_space, self.cfg.n_envs)
+        except ValueError as exc:
+            raise RunError(_unfit(checkpoint, "storage.pkl", exc)) from None
         self.storage = storage
         self.storage.reward_fn = self.envs[0].compute_reward
         self.saved_epoch = self.epoch
-        if self.folder is not None:  # rows of epochs after the checkpoint (a crash before the next) go
-            self.folder.write("eval.csv", csv_text(self.rows))
 
 
 def _unfit(checkpoint: Checkpoint, name: str, why: Any) -> str:
+    # torch's state_dict error puts the first mismatch on its second line: keep two lines, on one.
+    why = " ".join(line.strip() for line in str(why).splitlines()[:2])[:300]
     return (
-        f"checkpoint {checkpoint.path}: {name} does not fit this run ({str(why).splitlines()[0][:200]}); "
+        f"checkpoint {checkpoint.path}: {name} does not fit this run ({why}); "
         "was it copied from another run or written by another version? Start again with --force"
     )
 
@@ -672,11 +676,13 @@ def start(cfg: Config, out: Path, args: argparse.Namespace, argv: list[str]) -> 
             raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
         path = out / "commands.txt"
         commands = (path.read_text() if path.is_file() else "") + command
-    folder.write("config.json", json.dumps(asdict(cfg), indent=2) + "\n")  # --epochs may have grown
-    folder.write("commands.txt", commands)  # every command that wrote to this run, in order
     trainer = Trainer(cfg, folder, args.save_freq)
     if checkpoint is not None:
-        trainer.load(checkpoint)
+        trainer.load(checkpoint)  # before any write: a checkpoint that does not fit changes nothing
+    folder.write("config.json", json.dumps(asdict(cfg), indent=2) + "\n")  # --epochs may have grown
+    folder.write("commands.txt", commands)  # every command that wrote to this run, in order
+    if checkpoint is not None:
+        folder.write("eval.csv", csv_text(trainer.rows))  # drops rows written after the checkpoint
         print(f"resumed {out} at epoch {trainer.epoch}", flush=True)
     return folder, trainer
 

@@ -167,24 +167,45 @@ def test_a_checkpoint_of_another_run_is_refused(finished_run, tmp_path, capsys) 
     assert snapshot(out) == before
 
 
-def test_a_foreign_but_whole_agent_file_is_one_line(finished_run, tmp_path, capsys) -> None:
-    """Another network's agent.pt, with its hash recorded (as if the manifest were edited to match)."""
+@pytest.mark.parametrize(
+    ("name", "other", "why"),
+    [
+        (
+            "agent.pt",
+            ["--hidden", "8"],
+            "(Error(s) in loading state_dict for MLP: size mismatch for body.0.weight",
+        ),
+        (
+            "storage.pkl",
+            ["--n-envs", "3"],
+            "(this HerStorage holds steps of n_envs=3 envs, not of the n_envs=2 given",
+        ),
+        ("envs.pkl", ["--n-envs", "3"], "(holds no list of 2 generators)"),
+    ],
+)
+def test_a_foreign_but_whole_checkpoint_file_is_one_line(
+    finished_run, tmp_path, capsys, name, other, why
+) -> None:
+    """Another run's file, with its hash recorded (as if the manifest were edited to match)."""
     import hashlib
 
     out = copy_run(finished_run, tmp_path)
-    other = tmp_path / "other"
-    her_ddpg.main([*TINY, "--epochs", "1", "--hidden", "8", "--output", str(other)])
+    foreign = tmp_path / "other"
+    argv = [*TINY, "--epochs", "1", "--output", str(foreign)]
+    her_ddpg.main([*argv[: argv.index("--epochs")], *other, *argv[argv.index("--epochs") :]])
     target = checkpoint_dir(out)
-    shutil.copy(checkpoint_dir(other) / "agent.pt", target / "agent.pt")
+    shutil.copy(checkpoint_dir(foreign) / name, target / name)
     manifest = json.loads((target / "MANIFEST.json").read_text())
-    data = (target / "agent.pt").read_bytes()
-    manifest["files"]["agent.pt"] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    data = (target / name).read_bytes()
+    manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     (target / "MANIFEST.json").write_text(json.dumps(manifest))
+    before = snapshot(out)
     line = fails(capsys, ["--resume", str(out), "--epochs", "3"])
-    assert line.startswith(f"{PREFIX}checkpoint {target}: agent.pt does not fit this run (")
+    assert line.startswith(f"{PREFIX}checkpoint {target}: {name} does not fit this run {why}"), line
     assert line.endswith(
         "was it copied from another run or written by another version? Start again with --force"
     )
+    assert snapshot(out) == before
 
 
 @pytest.mark.parametrize(
