@@ -1,18 +1,21 @@
-"""Checkpoints of an ``examples/train.py`` run, written so that a crash never leaves a broken one.
+"""What a checkpoint of an ``examples/train.py`` run holds, and how a resumed run takes it up bit for bit.
 
-Layout, in the run folder::
+Layout, in the run folder (written through ``examples/runfolder.py``, which keeps the folder's rules)::
 
-    run.json                       what ran; "checkpoint" names the last whole checkpoint
+    run.json                       what ran; "checkpoint" names the last checkpoint (for information)
     checkpoints/<steps>/           model.zip        the model, with its optimiser state
                                    replay_buffer.pkl
                                    env.pkl          the training envs (DummyVecEnv), mid-episode
                                    vecnormalize.pkl the observation statistics, where used
                                    state.pkl        random states, the evaluation curve and clocks
+                                   MANIFEST.json    each file's size and SHA-256, the run's id, settings
 
-A checkpoint is written to ``checkpoints/.tmp-<steps>/``, flushed to disk and renamed into place;
-only then does ``run.json`` (written to a temporary file, flushed and renamed over the old one) name
-it, and only then are older checkpoints removed. A crash at any moment leaves ``run.json`` naming a
-whole checkpoint (or none yet).
+``<steps>`` is the model's step count on 12 digits. ``RunFolder.save_checkpoint`` writes the files to
+``checkpoints/.tmp-<steps>-<pid>/``, fsyncs them and renames the folder into place; only then are
+older checkpoints removed, so a crash at any moment leaves a whole checkpoint (or none yet).
+``--resume`` loads ``RunFolder.latest_checkpoint()``: every file's size and hash, and the run id, are
+checked before anything is loaded, and a whole file that does not fit the run (another env's model)
+is refused with one line naming it.
 
 What makes a resumed run the same, bit for bit, as one that was not interrupted (stable-baselines3's
 ``save`` / ``load`` alone does not):
@@ -32,108 +35,132 @@ What makes a resumed run the same, bit for bit, as one that was not interrupted 
 from __future__ import annotations
 
 import io
-import json
-import os
 import pickle
 import random
-import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import cloudpickle
+import gymnasium as gym
 import numpy as np
 import torch
+from runfolder import Checkpoint, RunError  # examples/runfolder.py (examples/ is on sys.path)
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.vec_env import VecNormalize
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-__all__ = ["Checkpoints", "StopTraining", "load_checkpoint", "save_checkpoint", "write_atomic", "write_run"]
+__all__ = ["Checkpoints", "StopTraining", "checkpoint_files", "load_checkpoint", "model_bytes"]
 
-
-def write_atomic(path: Path, data: bytes | str) -> None:
-    """Write ``path`` through a temporary file renamed over it: a crash leaves the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as f:
-        f.write(data.encode() if isinstance(data, str) else data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def write_run(out: Path, run: dict[str, Any]) -> None:
-    """``run.json``, atomically (values JSON cannot hold are written as their repr)."""
-    write_atomic(out / "run.json", json.dumps(run, indent=2, default=repr) + "\n")
+STATE_KEYS = ("timesteps", "numpy", "torch", "python", "action_space")
 
 
 def model_bytes(model: BaseAlgorithm) -> bytes:
-    """The model's zip file, in memory (to be written with :func:`write_atomic`)."""
+    """The model's zip file, in memory (to be written atomically)."""
     buffer = io.BytesIO()
     model.save(buffer)
     return buffer.getvalue()
 
 
-def save_checkpoint(model: BaseAlgorithm, run: dict[str, Any], extra: dict[str, Any]) -> None:
-    """Write ``checkpoints/<steps>/`` for ``model``, point run.json at it and remove older checkpoints.
+def _writer(data: Callable[[], bytes]) -> Callable[[Path], None]:
+    """A function writing ``data()`` to the path it is given (the bytes are made when it is called)."""
 
-    ``run`` is the run description (``run["output"]`` the run folder); it is updated and rewritten.
+    def write(path: Path) -> None:
+        path.write_bytes(data())
+
+    return write
+
+
+def checkpoint_files(model: OffPolicyAlgorithm, extra: dict[str, Any]) -> dict[str, Callable[[Path], None]]:
+    """File name -> the function writing it, for ``RunFolder.save_checkpoint``; the state is taken now.
+
     ``extra`` is kept in ``state.pkl`` (the evaluation curve and clocks).
     """
-    out = Path(run["output"])
-    steps = model.num_timesteps
-    name = f"checkpoints/{steps:012d}"
-    if run.get("checkpoint") == name:
-        return  # this state is saved already (a periodic checkpoint at the last step)
-    final, tmp = out / name, out / f"checkpoints/.tmp-{steps:012d}"
-    final.parent.mkdir(exist_ok=True)
-    for stale in (final, tmp):  # left by a session that crashed before naming it in run.json
-        shutil.rmtree(stale, ignore_errors=True)
-    tmp.mkdir()
-    model.save(tmp / "model.zip")
-    model.save_replay_buffer(tmp / "replay_buffer.pkl")
     normalizer = model.get_vec_normalize_env()
     venv = normalizer.venv if normalizer is not None else model.get_env()
-    (tmp / "env.pkl").write_bytes(cloudpickle.dumps(venv))
     state: dict[str, Any] = {
-        "timesteps": steps,
+        "timesteps": model.num_timesteps,
         "numpy": np.random.get_state(),  # noqa: NPY002  (stable-baselines3 draws exploration from it)
         "torch": torch.get_rng_state(),
         "python": random.getstate(),
         "action_space": model.action_space.np_random.bit_generator.state,
         **extra,
     }
+    files: dict[str, Callable[[Path], None]] = {
+        "model.zip": lambda path: model.save(path),
+        "replay_buffer.pkl": lambda path: model.save_replay_buffer(path),
+        "env.pkl": _writer(lambda: cloudpickle.dumps(venv)),
+    }
     if normalizer is not None:
-        (tmp / "vecnormalize.pkl").write_bytes(pickle.dumps(normalizer))
         state["vecnormalize_returns"] = normalizer.returns.copy()  # VecNormalize does not pickle them
-    (tmp / "state.pkl").write_bytes(pickle.dumps(state))
-    for path in tmp.iterdir():
-        fd = os.open(path, os.O_RDONLY)
-        os.fsync(fd)
-        os.close(fd)
-    os.replace(tmp, final)
-    run["checkpoint"], run["checkpoint_timesteps"] = name, steps
-    write_run(out, run)
-    for old in final.parent.iterdir():
-        if old != final:
-            shutil.rmtree(old, ignore_errors=True)
+        files["vecnormalize.pkl"] = _writer(lambda: pickle.dumps(normalizer))
+    files["state.pkl"] = _writer(lambda: pickle.dumps(state))
+    return files
+
+
+def _unfit(checkpoint: Checkpoint, name: str, why: object) -> RunError:
+    first = (str(why).strip().splitlines() or [""])[0]
+    first = first if len(first) <= 300 else first[:297] + "..."
+    return RunError(
+        f"checkpoint {checkpoint.path}: {name} does not fit this run ({first}); was it copied from "
+        "another run or written by another version? Start again with --force"
+    )
+
+
+def _load(checkpoint: Checkpoint, name: str, load: Callable[[Path], Any]) -> Any:
+    """``load(path)`` of one file of the checkpoint; whatever it raises becomes one line naming the file."""
+    try:
+        return load(checkpoint.file(name))
+    except Exception as exc:  # unpickling and torch can raise almost anything on foreign content
+        raise _unfit(checkpoint, name, f"{type(exc).__name__}: {exc}") from None
 
 
 def load_checkpoint(
-    run: dict[str, Any], algo: type[BaseAlgorithm], device: str
-) -> tuple[BaseAlgorithm, dict[str, Any]]:
-    """The model (with its envs and buffer) and the ``state.pkl`` of the checkpoint run.json names."""
-    path = Path(run["output"]) / run["checkpoint"]
-    state = pickle.loads((path / "state.pkl").read_bytes())
-    env = pickle.loads((path / "env.pkl").read_bytes())
-    if (path / "vecnormalize.pkl").exists():
-        env = VecNormalize.load(str(path / "vecnormalize.pkl"), env)
+    checkpoint: Checkpoint, algo: type[OffPolicyAlgorithm], device: str, env_id: str, env_kwargs: dict[str, Any],
+    n_envs: int,
+) -> tuple[OffPolicyAlgorithm, dict[str, Any]]:  # fmt: skip
+    """The model (with its envs and buffer) and ``state.pkl`` of a checkpoint already checked whole.
+
+    ``env_id``, ``env_kwargs`` and ``n_envs`` are the run's: each file is checked to fit them, so a
+    file of another run (with its hash recorded) is one line naming it, not a failure mid-training.
+    """
+    state = _load(checkpoint, "state.pkl", lambda p: pickle.loads(p.read_bytes()))
+    if not isinstance(state, dict) or any(k not in state for k in STATE_KEYS):
+        raise _unfit(checkpoint, "state.pkl", f"it holds no checkpoint state (keys {list(STATE_KEYS)})")
+    if state["timesteps"] != checkpoint.tag:
+        raise _unfit(checkpoint, "state.pkl", f"it is of step {state['timesteps']}, not {checkpoint.tag}")
+    single = gym.make(env_id, **env_kwargs)
+    spaces = single.observation_space, single.action_space
+    single.close()
+    env = _load(checkpoint, "env.pkl", lambda p: pickle.loads(p.read_bytes()))
+    if (
+        not isinstance(env, VecEnv)
+        or env.num_envs != n_envs
+        or (env.observation_space, env.action_space) != spaces
+    ):
+        raise _unfit(checkpoint, "env.pkl", f"it holds no {n_envs} envs {env_id} with {env_kwargs}")  # fmt: skip
+    if checkpoint.file("vecnormalize.pkl").exists():
+        if "vecnormalize_returns" not in state:
+            raise _unfit(
+                checkpoint, "state.pkl", "it holds no VecNormalize returns, and vecnormalize.pkl is there"
+            )
+        env = _load(checkpoint, "vecnormalize.pkl", lambda p: VecNormalize.load(str(p), env))
         env.returns = state["vecnormalize_returns"]
-    model = algo.load(path / "model.zip", env=env, device=device, force_reset=False)
-    model.load_replay_buffer(path / "replay_buffer.pkl", truncate_last_traj=False)
+    model = _load(checkpoint, "model.zip", lambda p: algo.load(p, env=env, device=device, force_reset=False))
+    if model.num_timesteps != checkpoint.tag:
+        raise _unfit(checkpoint, "model.zip", f"it is of step {model.num_timesteps}, not {checkpoint.tag}")
+    _load(checkpoint, "replay_buffer.pkl", lambda p: model.load_replay_buffer(p, truncate_last_traj=False))
+    if getattr(model.replay_buffer, "observation_space", None) != spaces[0]:
+        raise _unfit(checkpoint, "replay_buffer.pkl", f"its observations are not those of {env_id}")
     # load() re-seeded every generator from the initial seed: put back their states at the checkpoint.
-    np.random.set_state(state["numpy"])  # noqa: NPY002
-    torch.set_rng_state(state["torch"])
-    random.setstate(state["python"])
-    model.action_space.np_random.bit_generator.state = state["action_space"]
+    try:
+        np.random.set_state(state["numpy"])  # noqa: NPY002
+        torch.set_rng_state(state["torch"])
+        random.setstate(state["python"])
+        model.action_space.np_random.bit_generator.state = state["action_space"]
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise _unfit(checkpoint, "state.pkl", f"{type(exc).__name__}: {exc}") from None
     return model, state
 
 
@@ -142,15 +169,11 @@ class StopTraining(Exception):
 
 
 class Checkpoints(BaseCallback):
-    """Checkpoint every ``run["save_freq"]`` env steps (if set), between rollouts; stop after ``stop_at``.
+    """Call ``save()`` every ``save_freq`` env steps (if set), between rollouts; stop after ``stop_at``."""
 
-    ``extra()`` gives what else goes into each checkpoint (see :func:`save_checkpoint`).
-    """
-
-    def __init__(self, run: dict[str, Any], extra: Any, stop_at: int | None = None):
+    def __init__(self, save: Callable[[], None], save_freq: int | None, stop_at: int | None = None):
         super().__init__()
-        self.run, self.extra, self.stop_at = run, extra, stop_at
-        self.save_freq: int | None = run.get("save_freq")
+        self.save, self.save_freq, self.stop_at = save, save_freq, stop_at
         self._next: int | None = None
 
     def _after(self, steps: int) -> int | None:
@@ -163,7 +186,7 @@ class Checkpoints(BaseCallback):
         steps = self.model.num_timesteps
         stop = self.stop_at is not None and steps >= self.stop_at
         if stop or (self._next is not None and steps >= self._next):
-            save_checkpoint(self.model, self.run, self.extra())
+            self.save()
             self._next = self._after(steps)
         if stop:
             raise StopTraining

@@ -3,48 +3,70 @@
     python examples/enjoy.py runs/BitFlip-v0_dqn_s0 [--episodes 20] [--gif FILE] [--force]
 
 The GIF goes to ``<run_dir>/enjoy.gif`` by default, never to the training run's ``policy.gif``; an
-existing file is refused unless ``--force``. A run stopped with ``--stop-at`` (or cut short by a crash)
-has no ``model.zip`` yet: its last checkpoint is loaded.
+existing file is refused unless ``--force``. The model is the run's latest whole checkpoint (its
+files' sizes and hashes checked, as ``--resume`` does) where it has one, else the ``model.zip`` of a
+run trained without checkpoints. The run folder is only read (not locked: a run may go on in it). A
+damaged or foreign file ends with one line and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import io
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
+from runfolder import MANIFEST, RunError, RunFolder, write_atomic  # examples/runfolder.py
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
 
 import goalenvs  # noqa: F401  (registers the ids)
 
+OPTION = "argument run_dir"
 
-def model_dir(run_dir: Path, run: dict) -> Path | None:
-    """Where the run's model is: the run folder once training finished, else its last checkpoint."""
-    if (run_dir / "model.zip").is_file():
-        return run_dir
-    if run.get("checkpoint") and (run_dir / run["checkpoint"] / "model.zip").is_file():
-        return run_dir / run["checkpoint"]
-    return None
+
+def model_dir(run_dir: Path) -> Path | None:
+    """Where the run's model is: its latest whole checkpoint (checked), else a finished run's folder."""
+    from train import OUTPUTS, SCRIPT
+
+    if (run_dir / MANIFEST).is_file():
+        checkpoint = RunFolder.read_only(run_dir, SCRIPT, OUTPUTS, option=OPTION).latest_checkpoint()
+        if checkpoint is not None:
+            return checkpoint.path
+    return run_dir if (run_dir / "model.zip").is_file() else None
 
 
 def load(run_dir: Path) -> tuple[BaseAlgorithm, dict]:
-    """The model and the run description (``run.json``) that ``train.py`` wrote to ``run_dir``."""
-    from train import algorithms  # examples/ is on sys.path when this file runs as a script
+    """The model and the run description (``run.json``) that ``train.py`` wrote to ``run_dir``.
 
-    run = json.loads((run_dir / "run.json").read_text())
-    where = model_dir(run_dir, run)
+    Raises :class:`RunError` (one line) for a folder without a model, or a damaged or foreign file.
+    """
+    from train import algorithms, describe_error, read_run  # examples/ is on sys.path (a script's folder)
+
+    run = read_run(run_dir, OPTION)
+    where = model_dir(run_dir)
     if where is None:
-        raise FileNotFoundError(f"{run_dir} holds no model.zip and no checkpoint")
+        raise RunError(f"{OPTION}: {run_dir} has no model.zip and no checkpoint yet; accepted: an output "
+                       "folder of examples/train.py")  # fmt: skip
+
+    def fitting(name: str, load: Callable[[Path], Any]) -> Any:
+        try:
+            return load(where / name)
+        except Exception as exc:  # unpickling and torch can raise almost anything on foreign content
+            raise RunError(f"{where / name} does not fit the run in {run_dir} ({describe_error(exc)}); "
+                           "was it copied from another run?") from None  # fmt: skip
+
     env = make_vec_env(run["env"], n_envs=1, env_kwargs=run["env_kwargs"])  # a HER model loads with its env
     if (where / "vecnormalize.pkl").exists():  # the observation statistics the policy was trained with
-        env = VecNormalize.load(str(where / "vecnormalize.pkl"), env)
+        env = fitting("vecnormalize.pkl", lambda p: VecNormalize.load(str(p), env))
         env.training, env.norm_reward = False, False
-    model = algorithms()[run["algo"]].load(where / "model.zip", env=env, device="cpu")
+    model = fitting("model.zip", lambda p: algorithms()[run["algo"]].load(p, env=env, device="cpu"))
     return model, run
 
 
@@ -68,12 +90,23 @@ def record(
         successes += bool(info.get("is_success", False))
         obs, _ = env.reset()
     fps = env.metadata.get("render_fps", 10)
-    imageio.mimsave(path, [np.asarray(f) for f in frames], duration=1000 / fps, loop=0)
+    gif = io.BytesIO()
+    imageio.mimsave(gif, [np.asarray(f) for f in frames], format="GIF", duration=1000 / fps, loop=0)
+    write_atomic(path, gif.getvalue())  # an interrupted run leaves no half GIF
     env.close()
     return successes / n_episodes
 
 
 def main(argv: list[str] | None = None) -> float:
+    """Report the success of a run's model and record a GIF; a mistake or a damaged file exits 2 in one line."""
+    try:
+        return _enjoy(argv)
+    except RunError as exc:
+        print(f"enjoy.py: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _enjoy(argv: list[str] | None) -> float:
     from train import ArgumentParser, integer
 
     parser = ArgumentParser(
@@ -89,10 +122,6 @@ def main(argv: list[str] | None = None) -> float:
     accepted = "accepted: an output folder of examples/train.py"
     if not args.run_dir.is_dir():
         parser.error(f"argument run_dir: {args.run_dir} is not a folder; {accepted}")
-    if not (args.run_dir / "run.json").is_file():
-        parser.error(f"argument run_dir: {args.run_dir} has no run.json; {accepted}")
-    if model_dir(args.run_dir, json.loads((args.run_dir / "run.json").read_text())) is None:
-        parser.error(f"argument run_dir: {args.run_dir} has no model.zip and no checkpoint yet; {accepted}")
     gif = args.gif or args.run_dir / "enjoy.gif"
     if gif.suffix.lower() != ".gif":
         parser.error(f"argument --gif: {gif} does not end in .gif; accepted: a .gif file name")
@@ -103,7 +132,7 @@ def main(argv: list[str] | None = None) -> float:
     if gif.exists() and not args.force:
         parser.error(f"argument --gif: {gif} exists; pass --force to overwrite it, or another --gif")
     torch.set_num_threads(args.threads)
-    model, run = load(args.run_dir)
+    model, run = load(args.run_dir)  # the run's files are checked before the GIF's name
     success = record(model, run["env"], run["env_kwargs"], gif, args.episodes, args.seed)
     print(
         f"{run['env']} {run['algo']}+HER: success rate {success:.1%} over {args.episodes} episodes; GIF: {gif}"

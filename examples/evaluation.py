@@ -10,12 +10,11 @@ from __future__ import annotations
 import csv
 import io
 import time
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from checkpointing import write_atomic  # examples/checkpointing.py (examples/ is on sys.path)
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -69,11 +68,11 @@ def evaluate(
 class EvalSuccess(BaseCallback):
     """Every ``eval_freq`` env steps, between rollouts (after their gradient steps), evaluate the policy.
 
-    Rows go to ``eval.csv`` (rewritten atomically each time). ``state()`` / ``restore()`` carry the
-    curve and the clocks across a resume.
+    Rows go to ``eval.csv``, rewritten each time through ``write(name, text)`` (the run folder's
+    atomic, recorded write). ``state()`` / ``restore()`` carry the curve and the clocks across a resume.
     """
 
-    def __init__(self, run: dict[str, Any]):
+    def __init__(self, run: dict[str, Any], write: Callable[[str, str], object]):
         super().__init__()
         self.envs = make_eval_envs(run["env"], run["eval_episodes"], run["env_kwargs"])
         self.n_episodes, self.eval_freq, self.seed = (
@@ -81,7 +80,7 @@ class EvalSuccess(BaseCallback):
             run["eval_freq"],
             run["seed"] + 10_000,
         )
-        self.csv_path = Path(run["output"]) / "eval.csv"
+        self.write = write
         self.rows: list[dict[str, float]] = []
         self._next = self.eval_freq
         self.wall0, self.cpu0 = 0.0, 0.0  # time of the sessions before this one
@@ -108,7 +107,7 @@ class EvalSuccess(BaseCallback):
         writer = csv.DictWriter(text, fieldnames=list(self.rows[0]))
         writer.writeheader()
         writer.writerows(self.rows)
-        write_atomic(self.csv_path, text.getvalue())
+        self.write("eval.csv", text.getvalue())
 
     def evaluate(self) -> None:
         success, returns = evaluate(self.model, self.envs, self.n_episodes, self.seed)
@@ -132,7 +131,8 @@ class EvalSuccess(BaseCallback):
         return True
 
 
-def plot_curve(rows: list[dict[str, float]], title: str, path: Path) -> None:
+def plot_curve(rows: list[dict[str, float]], title: str) -> bytes:
+    """The success curve as a PNG file's bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -143,5 +143,7 @@ def plot_curve(rows: list[dict[str, float]], title: str, path: Path) -> None:
     ax.set(xlabel="environment steps", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
     plt.close(fig)
+    return png.getvalue()

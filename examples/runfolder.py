@@ -190,6 +190,12 @@ class Checkpoint:
         return self.path / name
 
 
+def _in_use(path: Path, holder: str) -> RunError:
+    return RunError(
+        f"{path} is in use by another process (pid {holder}); wait for it to end, or choose another --output"
+    )
+
+
 def _describe(names: list[str]) -> str:
     return ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
 
@@ -336,13 +342,34 @@ class RunFolder:
                     raise
                 holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
                 os.close(fd)
-                raise RunError(
-                    f"{self.path} is in use by another process (pid {holder}); wait for it to end, or "
-                    "choose another --output"
-                ) from None
+                raise _in_use(self.path, holder) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._lock_fd = fd
+
+    @staticmethod
+    def check_free(path: Path) -> None:
+        """Raise :class:`RunError` naming the pid of a live process that holds ``path``; writes nothing.
+
+        For a script that does slow work (building a model) before :meth:`create` or :meth:`open`
+        take the lock: a busy folder is refused at once. It holds a shared lock for an instant: a
+        process taking the lock in that instant is refused as if the folder were in use.
+        """
+        if fcntl is None or not (path / LOCK).is_file():
+            return
+        try:
+            fd = os.open(path / LOCK, os.O_RDONLY)
+        except OSError:  # unreadable: the lock taken by create/open will say what is wrong
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
+                raise
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            raise _in_use(path, holder) from None
+        finally:
+            os.close(fd)  # releases the shared lock
 
     # ------------------------------------------------------------------ manifest
     def _read_manifest(self, missing_ok: bool) -> dict[str, Any] | None:

@@ -11,11 +11,17 @@ algorithm, one entry per env id, the same keys), so the same files run unchanged
 ``python -m rl_zoo3.train --algo tqc --env goalenvs/Parking-v0 --gym-packages goalenvs her
 --conf-file examples/hyperparams/tqc.yml``. Command-line options override them.
 
-Writes to ``--output`` (default ``runs/<env>_<algo>_s<seed>``; an existing non-empty folder is refused
-unless ``--force``): ``model.zip``, ``run.json`` (what was run, by which commands, for
-``examples/enjoy.py`` and ``--resume``), ``eval.csv`` (the evaluation curve: the deterministic policy
-over ``--eval-episodes`` episodes, run side by side in one vector env), ``success.png`` (its plot),
-``vecnormalize.pkl`` where the file asks for ``normalize`` and, for envs that render, ``policy.gif``.
+Writes to ``--output`` (default ``runs/<env>_<algo>_s<seed>``): ``model.zip``, ``run.json`` (what was
+run, by which commands, for ``examples/enjoy.py`` and ``--resume``), ``eval.csv`` (the evaluation
+curve: the deterministic policy over ``--eval-episodes`` episodes, run side by side in one vector
+env), ``success.png`` (its plot), ``vecnormalize.pkl`` where the file asks for ``normalize`` and, for
+envs that render, ``policy.gif``. The folder's rules are ``examples/runfolder.py``'s: every setting
+(options, the ``--conf-file`` entry, ``run.json`` on resume) is range-checked before the first
+write; the folder is locked while a run uses it (a second process is refused, naming the holder's
+pid); an existing non-empty folder is refused unless ``--force``, which removes only what a run
+recorded writing there; every file is written aside and renamed into place. A mistake or a damaged
+file ends with one line and exit status 2, Ctrl-C or SIGTERM with one line saying where to resume
+from and status 130, a failed write (a full disk) with one line and status 1.
 
 Torch uses ``--threads`` intra-op threads (default 1): for networks this small one thread was faster
 than two on the 2-core machine (the main job: 14 s with one, 23-30 s with two, beside two other jobs),
@@ -23,15 +29,16 @@ and two jobs started together do not fight over the cores.
 
 Checkpoints and resume (details in ``examples/checkpointing.py``). ``--save-freq N`` checkpoints every
 N env steps and at the end: model and optimiser, replay buffer, the training envs mid-episode,
-``VecNormalize`` statistics, random states and the curve so far, in ``checkpoints/<steps>/``, renamed
-into place when whole and only then named in ``run.json``: a crash keeps the previous one.
-``--resume RUN_DIR`` goes on from it to the run's total step count (``--timesteps`` raises it) with
+``VecNormalize`` statistics, random states and the curve so far, in ``checkpoints/<steps>/`` with a
+``MANIFEST.json`` of sizes, hashes and the run's id, renamed into place when whole: a crash keeps the
+previous one. ``--resume RUN_DIR`` checks the latest checkpoint whole and goes on from it to the
+run's total step count (``--timesteps`` raises it) with
 ``learn(remaining, reset_num_timesteps=False)``, appending to ``eval.csv`` and to the ``commands`` of
 ``run.json``. ``--stop-at N`` checkpoints and stops after N steps: a long run in shorter sessions.
 
 A resumed run is bit-for-bit the uninterrupted one (measured: 1k steps + resume to 2k ends with the
 same parameters, optimiser state and replay buffer as 2k in one go, for DQN on BitFlip and SAC with
-``VecNormalize`` on FetchReach, stopped mid-episode; ``tests/test_train_cli.py``). stable-baselines3's
+``VecNormalize`` on FetchReach, stopped mid-episode; ``tests/examples/test_train_cli.py``). stable-baselines3's
 ``save``/``load`` alone is not: ``load`` re-seeds NumPy, torch and the action space from the initial
 seed, the env restarts from a fresh ``reset`` (cutting the episode under way) and a callback's
 ``on_step`` runs before the step's transition is stored. Here the envs are pickled, the random states
@@ -45,12 +52,13 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
 import os
 import pickle
 import re
 import shlex
-import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,39 +70,49 @@ import yaml
 from checkpointing import (  # examples/checkpointing.py (examples/ is on sys.path)
     Checkpoints,
     StopTraining,
+    checkpoint_files,
     load_checkpoint,
     model_bytes,
-    save_checkpoint,
-    write_atomic,
-    write_run,
 )
 from evaluation import EvalSuccess, plot_curve  # examples/evaluation.py
 from gymnasium import spaces
 from native_vec_env import make_training_envs  # examples/native_vec_env.py
+from runfolder import (
+    Range,
+    RunError,
+    RunFolder,
+    check_settings,
+    sigterm_as_interrupt,
+)  # examples/runfolder.py
 from stable_baselines3 import DDPG, DQN, SAC, TD3
-from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
 from stable_baselines3.common.noise import NormalActionNoise
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.utils import LinearSchedule
 from stable_baselines3.common.vec_env import VecNormalize
 
 import goalenvs
 from her import HerReplayBuffer
 
+SCRIPT = "train.py"
 HERE = Path(__file__).resolve().parent
 DEFAULT_ENV = "goalenvs/BitFlip-v0"
 DEFAULT_ALGO = {"goalenvs/BitFlip-v0": "dqn"}
-# What a run writes to its folder: --force removes these (and only these) before a new run.
-OUTPUTS = ("run.json", "model.zip", "vecnormalize.pkl", "eval.csv", "success.png", "policy.gif",
-           "checkpoints")  # fmt: skip
+# What a run writes at the top of its folder (besides checkpoints/): --force removes these, if a run wrote them.
+OUTPUTS = ("run.json", "model.zip", "vecnormalize.pkl", "eval.csv", "success.png", "policy.gif")
 # Options that define a run: --resume takes them from run.json and refuses them on the command line.
 RUN_OPTIONS = ("env", "algo", "seed", "n_envs", "strategy", "n_sampled_goal", "env_kwargs", "output",
                "eval_freq", "eval_episodes", "conf_file", "force")  # fmt: skip
+# The settings a checkpoint keeps in its manifest: run.json must agree with them to resume.
+RUN_SETTINGS = ("env", "algo", "env_kwargs", "seed", "n_envs", "eval_freq", "eval_episodes", "hyperparams",
+                "her_overrides")  # fmt: skip
+SEED = Range(int, 0, 2**32 - 1)  # NumPy's seeds
+STRATEGIES = ("future", "final", "episode")
 
 
-def algorithms() -> dict[str, type[BaseAlgorithm]]:
+def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
     """Algorithm name -> class; TQC from sb3-contrib when it is installed."""
-    algos: dict[str, type[BaseAlgorithm]] = {"dqn": DQN, "sac": SAC, "td3": TD3, "ddpg": DDPG}
+    algos: dict[str, type[OffPolicyAlgorithm]] = {"dqn": DQN, "sac": SAC, "td3": TD3, "ddpg": DDPG}
     try:
         from sb3_contrib import TQC
     except ImportError:  # tqc is then not offered; argparse says which choices exist
@@ -111,20 +129,22 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n")
 
 
-def integer(minimum: int) -> Any:
-    """An argparse type: an integer >= ``minimum`` (``1e4`` style accepted when it is a whole number)."""
+def integer(minimum: int, maximum: int | None = None) -> Any:
+    """An argparse type: an integer in ``[minimum, maximum]`` (``1e4`` style accepted when it is whole)."""
+    spec = Range(int, minimum, maximum)
+    expected = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
 
     def parse(text: str) -> int:
         try:
             value = float(text)
-            ok = value.is_integer() and value >= minimum
+            whole = int(value) if math.isfinite(value) and value.is_integer() else None
         except ValueError:
-            ok = False
-        if not ok:
-            raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
-        return int(value)
+            whole = None
+        if whole is None or not spec.accepts(whole):
+            raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected {expected}")
+        return whole
 
-    parse.__name__ = f"integer >= {minimum}"
+    parse.__name__ = expected.removeprefix("an ")
     return parse
 
 
@@ -171,7 +191,7 @@ def build_parser() -> ArgumentParser:
     parser.add_argument(
         "--timesteps", type=integer(1), help="default: n_timesteps of the hyperparameter file"
     )
-    parser.add_argument("--seed", type=integer(0), help="default 0")
+    parser.add_argument("--seed", type=integer(0, 2**32 - 1), help="default 0")
     parser.add_argument(
         "--n-envs",
         type=integer(1),
@@ -206,27 +226,32 @@ def build_parser() -> ArgumentParser:
     return parser  # fmt: skip
 
 
-# ---------------------------------------------------------------------------------------- validation
-def load_conf(parser: ArgumentParser, conf_file: Path) -> dict[str, Any]:
+# ---------------------------------------------------------------------------------------- hyperparameters
+def load_conf(conf_file: Path) -> dict[str, Any]:
+    """The entries of an RL-Zoo-style hyperparameter file (env id -> settings)."""
     if not conf_file.is_file():
-        parser.error(f"argument --conf-file: {conf_file} is not a file; accepted: an RL-Zoo-style .yml file")
+        raise RunError(
+            f"argument --conf-file: {conf_file} is not a file; accepted: an RL-Zoo-style .yml file"
+        )
     try:
         entries = yaml.safe_load(conf_file.read_text()) or {}
-    except yaml.YAMLError as exc:
-        parser.error(f"argument --conf-file: {conf_file} is not valid YAML: {exc}")
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).splitlines()[0]
+        raise RunError(f"argument --conf-file: {conf_file} is not valid YAML: {first}") from None
     if not isinstance(entries, dict):
-        parser.error(f"argument --conf-file: {conf_file} is not a mapping of env ids to hyperparameters")
+        raise RunError(f"argument --conf-file: {conf_file} is not a mapping of env ids to hyperparameters")
     return entries
 
 
 # The names a hyperparameter file may use in its python-valued strings (the RL Zoo evals them too).
 _EVAL_NAMES = {"dict": dict, "HerReplayBuffer": HerReplayBuffer, "__builtins__": {"__import__": __import__}}
+_PYTHON_VALUED = ("policy_kwargs", "replay_buffer_kwargs", "replay_buffer_class", "normalize")
 
 
 def evaluate_entry(entry: dict[str, Any]) -> dict[str, Any]:
     """A hyperparameter entry with its python-valued strings evaluated (trusted, repo-local files)."""
     params = dict(entry)
-    for key in ("policy_kwargs", "replay_buffer_kwargs", "replay_buffer_class", "normalize"):
+    for key in _PYTHON_VALUED:
         if isinstance(params.get(key), str):
             params[key] = eval(params[key], _EVAL_NAMES)  # as in the RL Zoo
     for key in ("learning_rate",):  # the RL Zoo's "lin_<value>": from <value> down to 0 at the last step
@@ -235,6 +260,144 @@ def evaluate_entry(entry: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
+# The accepted values of every numeric key of a hyperparameter entry (the RL Zoo's keys that the
+# stable-baselines3 and sb3-contrib algorithms take), checked before anything is written: a typo
+# (gamma 5, a negative learning rate) is one line naming the file and key, not a failure mid-run.
+_UNIT = Range(float, 0.0, 1.0)
+_POSITIVE = Range(float, 0.0, low_open=True)
+HYPERPARAM_RANGES: dict[str, Range] = {
+    **{key: Range(int, 1) for key in ("n_timesteps", "n_envs", "buffer_size", "batch_size", "train_freq",
+                                      "target_update_interval", "policy_delay", "n_steps", "stats_window_size")},
+    "learning_starts": Range(int, 0),
+    "gradient_steps": Range(int, -1),  # -1: as many gradient steps as env steps in the rollout
+    "sde_sample_freq": Range(int, -1),  # -1: only at the start of a rollout
+    "top_quantiles_to_drop_per_net": Range(int, 0),
+    "gamma": _UNIT,
+    "tau": Range(float, 0.0, 1.0, low_open=True),  # 0 would never move the target networks
+    "exploration_fraction": _UNIT,
+    "exploration_initial_eps": _UNIT,
+    "exploration_final_eps": _UNIT,
+    "learning_rate": _POSITIVE,  # or "lin_<number>"
+    "ent_coef": _POSITIVE,  # or "auto", "auto_<number>"
+    "target_entropy": Range(float),  # or "auto"
+    "max_grad_norm": _POSITIVE,
+    "noise_std": Range(float, 0.0),
+    "target_policy_noise": Range(float, 0.0),
+    "target_noise_clip": Range(float, 0.0),
+}  # fmt: skip
+HER_RANGES = {"n_sampled_goal": Range(int, 0)}
+# Keys this script reads itself; the others go to the algorithm's constructor (those it sets itself excepted).
+OWN_KEYS = ("n_timesteps", "n_envs", "env_kwargs", "normalize", "noise_std", "noise_type")
+SET_HERE = ("env", "seed", "device", "verbose", "_init_setup_model", "action_noise")
+BOOLEAN_KEYS = ("use_sde", "use_sde_at_warmup", "optimize_memory_usage")
+
+
+def describe_error(exc: BaseException) -> str:
+    """An exception as one short line: its type and the first line of its message."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first if len(first) <= 300 else first[:297] + '...'}"
+
+
+def _not_accepted(where: str, key: str, value: Any, accepted: str) -> RunError:
+    return RunError(f"{where} {key}: {value!r} is not accepted; accepted: {accepted}")
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def _check_strings(params: Mapping[str, Any], where: str) -> None:
+    """The keys that take a word or a list besides a number: learning_rate, ent_coef, target_entropy, train_freq."""
+    lr = params.get("learning_rate")
+    if isinstance(lr, str) and not (lr.startswith("lin_") and _POSITIVE.accepts(_number(lr[4:]))):
+        raise _not_accepted(where, "learning_rate", lr, 'a number > 0, or "lin_<number > 0>" (decayed to 0)')
+    ent = params.get("ent_coef")
+    if isinstance(ent, str) and not (
+        ent == "auto" or (ent.startswith("auto_") and _POSITIVE.accepts(_number(ent[5:])))
+    ):
+        raise _not_accepted(where, "ent_coef", ent, 'a number > 0, "auto" or "auto_<initial value > 0>"')
+    if isinstance(params.get("target_entropy"), str) and params["target_entropy"] != "auto":
+        raise _not_accepted(where, "target_entropy", params["target_entropy"], 'a finite number or "auto"')
+    freq = params.get("train_freq")
+    if isinstance(freq, (list, tuple)) and not (
+        len(freq) == 2 and Range(int, 1).accepts(freq[0]) and freq[1] in ("step", "episode")
+    ):
+        raise _not_accepted(
+            where, "train_freq", freq, 'an integer >= 1, or [integer >= 1, "step" or "episode"]'
+        )
+    if "noise_type" in params and params["noise_type"] != "normal":
+        raise _not_accepted(where, "noise_type", params["noise_type"], '"normal" (with noise_std)')
+    for key in BOOLEAN_KEYS:
+        if key in params and not isinstance(params[key], bool):
+            raise _not_accepted(where, key, params[key], "true or false")
+    if "policy" in params and not isinstance(params["policy"], str):
+        raise _not_accepted(where, "policy", params["policy"], "a policy name such as 'MultiInputPolicy'")
+    if not isinstance(params.get("env_kwargs", {}) or {}, dict):
+        raise _not_accepted(where, "env_kwargs", params["env_kwargs"], "a mapping of the env's arguments")
+
+
+def check_her_settings(values: Mapping[str, Any], where: str) -> None:
+    """HER's settings (replay_buffer_kwargs, --strategy/--n-sampled-goal overrides)."""
+    strategy = values.get("goal_selection_strategy", "future")
+    if strategy not in STRATEGIES:
+        raise _not_accepted(where, "goal_selection_strategy", strategy, f"one of {list(STRATEGIES)}")
+    check_settings(values, HER_RANGES, where)
+
+
+def check_hyperparams(entry: Mapping[str, Any], algo: str, where: str) -> dict[str, Any]:
+    """``entry`` checked key by key, raising :class:`RunError` naming ``where`` and the key.
+
+    ``where`` names the source and ends in ``", key"``: ``"argument --conf-file: dqn.yml, entry
+    'goalenvs/BitFlip-v0', key"``. Returns it with whole floats of integer keys as ints (YAML's ``n_timesteps: !!float 1e4``).
+    """
+    accepted = set(inspect.signature(algorithms()[algo].__init__).parameters) - {"self", *SET_HERE}
+    accepted |= set(OWN_KEYS)
+    unknown = sorted(set(entry) - accepted)
+    if unknown:
+        raise RunError(
+            f"{where} {unknown[0]}: not a setting of {algo.upper()}+HER; accepted: {sorted(accepted)}"
+        )
+    params = dict(entry)
+    for key, value in params.items():
+        spec = HYPERPARAM_RANGES.get(key)
+        if spec is not None and spec.kind is int and isinstance(value, float) and value.is_integer():
+            params[key] = int(value)
+    _check_strings(params, where)
+    words = ("learning_rate", "ent_coef", "target_entropy")
+    check_settings(
+        {k: v for k, v in params.items() if not (k in words and isinstance(v, str))
+         and not (k == "train_freq" and isinstance(v, (list, tuple)))},
+        HYPERPARAM_RANGES, where,
+    )  # fmt: skip
+    for key in _PYTHON_VALUED:  # evaluated now, so that a mistake in one is one line before any write
+        if key not in params:
+            continue
+        if isinstance(params[key], str):
+            try:
+                value = eval(params[key], _EVAL_NAMES)
+            except Exception as exc:  # whatever the expression raises
+                raise _not_accepted(
+                    where, key, params[key], f"a Python expression ({describe_error(exc)})"
+                ) from None
+        else:
+            value = params[key]
+        if key in ("policy_kwargs", "replay_buffer_kwargs") and not isinstance(value, (dict, type(None))):
+            raise _not_accepted(where, key, params[key], 'a mapping, e.g. "dict(n_sampled_goal=4)"')
+        if key == "replay_buffer_kwargs" and value:
+            check_her_settings(value, f"{where.removesuffix(', key')}, replay_buffer_kwargs key")
+        if key == "replay_buffer_class" and value not in (None, HerReplayBuffer):
+            raise _not_accepted(
+                where, key, params[key], "her.HerReplayBuffer (this script always trains with it)"
+            )
+        if key == "normalize" and not isinstance(value, (bool, dict)):
+            raise _not_accepted(where, key, params[key], "true, false or the arguments of VecNormalize")  # fmt: skip
+    return params
+
+
+# ---------------------------------------------------------------------------------------- validation
 def _accepted_kwargs(env_id: str, message: str) -> list[str] | None:
     """The keyword arguments the env's constructor takes (the class named in ``message`` if it forwards **kwargs)."""
     from gymnasium.envs.registration import load_env_creator
@@ -257,26 +420,28 @@ def _accepted_kwargs(env_id: str, message: str) -> list[str] | None:
     ]
 
 
-def check_goal_env(parser: ArgumentParser, env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
+def check_goal_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
     """Make the env once: its own errors become one-line ``--env-kwargs`` errors; a non-goal env is refused."""
     try:
         env = gym.make(env_id, **env_kwargs)
     except TypeError as exc:
         unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
         if unknown is None:
-            parser.error(f"argument --env-kwargs: {env_id} with {env_kwargs}: {exc}")
+            raise RunError(f"argument --env-kwargs: {env_id} with {env_kwargs}: {exc}") from None
         accepted = _accepted_kwargs(env_id, str(exc))
         takes = f"; it takes {accepted}" if accepted is not None else ""
-        parser.error(f"argument --env-kwargs: {env_id} takes no argument {unknown.group(1)!r}{takes}")
+        raise RunError(
+            f"argument --env-kwargs: {env_id} takes no argument {unknown.group(1)!r}{takes}"
+        ) from None
     except (ValueError, gym.error.Error) as exc:
-        parser.error(f"argument --env-kwargs: {env_id} with {env_kwargs}: {exc}")
+        raise RunError(f"argument --env-kwargs: {env_id} with {env_kwargs}: {exc}") from None
     obs_space = env.observation_space
     keys = {"observation", "achieved_goal", "desired_goal"}
     if not (isinstance(obs_space, spaces.Dict) and keys <= set(obs_space.spaces)) or not hasattr(
         env.unwrapped, "compute_reward"
     ):
         env.close()
-        parser.error(
+        raise RunError(
             f"argument --env: {env_id!r} is not a goal env (HER needs a Dict observation with observation, "
             f"achieved_goal and desired_goal, and compute_reward; it has {type(obs_space).__name__}); "
             f"accepted: a goal env such as {[e.id for e in goalenvs.ENVS]}"
@@ -288,62 +453,51 @@ def default_output(env_id: str, algo: str, seed: int) -> Path:
     return Path("runs") / f"{env_id.split('/')[-1]}_{algo}_s{seed}"
 
 
-def prepare_output(parser: ArgumentParser, out: Path, force: bool) -> None:
-    """Refuse a non-empty output folder unless ``force`` (then remove this script's outputs there)."""
-    if out.exists() and not out.is_dir():
-        parser.error(
-            f"argument --output: {out} is a file; accepted: a folder that is empty or does not exist"
-        )
-    held = sorted(p.name for p in out.iterdir()) if out.is_dir() else []
-    if held and not force:
-        parser.error(
-            f"argument --output: {out} is not empty (it holds {', '.join(held[:4])}{', ...' if len(held) > 4 else ''}); "
-            f"pass --resume {out} to continue that run, --force to replace it, or another --output"
-        )
-    for name in OUTPUTS:
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-
-
-def resolve_new_run(parser: ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
-    """Everything a new run needs, validated before anything is written; errors exit with status 2."""
+def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
+    """Everything a new run needs, validated before anything is written (errors: :class:`RunError`)."""
     env_id = args.env or DEFAULT_ENV
     if env_id not in gym.registry:
-        parser.error(f"argument --env: unknown env {env_id!r}; goalenvs ids: {[e.id for e in goalenvs.ENVS]}")
+        raise RunError(
+            f"argument --env: unknown env {env_id!r}; goalenvs ids: {[e.id for e in goalenvs.ENVS]}"
+        )
     algo = args.algo or DEFAULT_ALGO.get(env_id, "tqc")
     if algo not in algorithms():
-        parser.error(f"argument --algo: {algo!r} is not available here (choices {sorted(algorithms())}; tqc needs sb3-contrib)")  # fmt: skip
+        raise RunError(f"argument --algo: {algo!r} is not available here (choices {sorted(algorithms())}; tqc needs sb3-contrib)")  # fmt: skip
     conf_file = args.conf_file or HERE / "hyperparams" / f"{algo}.yml"
-    entries = load_conf(parser, conf_file)
-    entry = entries.get(env_id)
-    file_kwargs = (entry or {}).get("env_kwargs", {}) or {}
-    env_kwargs = {**file_kwargs, **(args.env_kwargs or {})}
-    check_goal_env(parser, env_id, env_kwargs).close()
-    if entry is None:
-        parser.error(f"argument --algo: {conf_file} has no entry for {env_id!r} (entries: {sorted(entries)}); "
-                     "pass another --algo or --conf-file")  # fmt: skip
-    if args.timesteps is None and "n_timesteps" not in entry:
-        parser.error(f"argument --timesteps: required, as {conf_file} gives no n_timesteps for {env_id}")
-    timesteps = args.timesteps or int(float(entry["n_timesteps"]))
-    if args.stop_at is not None and args.stop_at >= timesteps:
-        parser.error(f"argument --stop-at: {args.stop_at} is not below the run's {timesteps} steps; accepted: 1 to {timesteps - 1}")  # fmt: skip
-    seed = args.seed if args.seed is not None else 0
-    out = args.output or default_output(env_id, algo, seed)
-    prepare_output(parser, out, args.force)
     try:
         conf_name = str(conf_file.resolve().relative_to(Path.cwd()))
     except ValueError:
         conf_name = str(conf_file)
+    entries = load_conf(conf_file)
+    entry = entries.get(env_id)
+    if entry is not None and not isinstance(entry, dict):
+        raise RunError(f"argument --conf-file: {conf_name}, entry {env_id!r}: {entry!r} is not a mapping of hyperparameters")  # fmt: skip
+    where = f"argument --conf-file: {conf_name}, entry {env_id!r}, key"
+    file_kwargs = (entry or {}).get("env_kwargs") or {}
+    if not isinstance(file_kwargs, dict):
+        raise _not_accepted(where, "env_kwargs", file_kwargs, "a mapping of the env's arguments")
+    env_kwargs = {**file_kwargs, **(args.env_kwargs or {})}
+    check_goal_env(env_id, env_kwargs).close()
+    if entry is None:
+        raise RunError(f"argument --algo: {conf_name} has no entry for {env_id!r} (entries: {sorted(entries)}); "
+                       "pass another --algo or --conf-file")  # fmt: skip
+    entry = check_hyperparams(entry, algo, where)
+    if args.timesteps is None and "n_timesteps" not in entry:
+        raise RunError(f"argument --timesteps: required, as {conf_name} gives no n_timesteps for {env_id}")
+    timesteps = args.timesteps or entry["n_timesteps"]
+    if args.stop_at is not None and args.stop_at >= timesteps:
+        raise RunError(f"argument --stop-at: {args.stop_at} is not below the run's {timesteps} steps; accepted: 1 to {timesteps - 1}")  # fmt: skip
+    seed = args.seed if args.seed is not None else 0
+    out = args.output or default_output(env_id, algo, seed)
+    RunFolder.check_free(out)  # a folder in use is refused before the model is built
+    RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
     return {
         "env": env_id,
         "algo": algo,
         "env_kwargs": env_kwargs,
         "seed": seed,
         "total_timesteps": timesteps,
-        "n_envs": args.n_envs or int(entry.get("n_envs", 1)),
+        "n_envs": args.n_envs or entry.get("n_envs", 1),
         "eval_freq": args.eval_freq or max(timesteps // 10, 1),
         "eval_episodes": args.eval_episodes or 100,
         "save_freq": args.save_freq,
@@ -358,120 +512,225 @@ def resolve_new_run(parser: ArgumentParser, args: argparse.Namespace) -> dict[st
     }
 
 
-def resolve_resume(parser: ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
-    """The run.json of ``--resume RUN_DIR``, checked: it has a checkpoint and steps left to train."""
+# What run.json must hold to be resumed, with the type of each value (checked before the folder is locked).
+RUN_KEYS: dict[str, tuple[type, ...]] = {
+    "env": (str,), "algo": (str,), "env_kwargs": (dict,), "seed": (int,), "total_timesteps": (int,),
+    "n_envs": (int,), "eval_freq": (int,), "eval_episodes": (int,), "save_freq": (int, type(None)),
+    "hyperparams": (dict,), "her_overrides": (dict,), "commands": (list,),
+}  # fmt: skip
+_JSON_TYPES = {str: "a string", int: "an integer", dict: "an object", list: "a list", type(None): "null"}
+RUN_RANGES = {"seed": SEED, **{k: Range(int, 1) for k in ("total_timesteps", "n_envs", "eval_freq",
+                                                            "eval_episodes", "save_freq")}}  # fmt: skip
+
+
+def read_run(run_dir: Path, option: str) -> dict[str, Any]:
+    """The ``run.json`` of a run folder, every value checked as a new run's are (an edited file is one line)."""
+    path = run_dir / "run.json"
+    accepted = "accepted: an output folder of examples/train.py"
+    if not run_dir.is_dir():
+        what = "does not exist" if not run_dir.exists() else "is not a folder"
+        raise RunError(f"{option}: {run_dir} {what}; {accepted}")
+    fix = "restore it from a copy (each checkpoint's MANIFEST.json holds the run's settings) or start again with --force"
+    try:
+        run = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise RunError(f"{option}: {run_dir} has no run.json; {accepted}") from None
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
+        raise RunError(f"{option}: {path} is not valid JSON ({describe_error(exc)}); {fix}") from None
+    if not isinstance(run, dict) or any(key not in run for key in RUN_KEYS):
+        missing = sorted(set(RUN_KEYS) - set(run)) if isinstance(run, dict) else sorted(RUN_KEYS)
+        raise RunError(
+            f"{option}: {path} does not describe a run of {SCRIPT} (missing keys {missing}); {fix}"
+        )
+    where = f"{option}: {path}, key"
+    for key, types in RUN_KEYS.items():
+        if not isinstance(run[key], types) or isinstance(run[key], bool):
+            raise _not_accepted(where, key, run[key], " or ".join(_JSON_TYPES[t] for t in types))
+    if run["env"] not in gym.registry:
+        raise _not_accepted(where, "env", run["env"], "a registered env id")
+    if run["algo"] not in algorithms():
+        raise _not_accepted(where, "algo", run["algo"], f"one of {sorted(algorithms())}")
+    check_settings({k: run[k] for k in RUN_RANGES if run[k] is not None}, RUN_RANGES, where)
+    check_her_settings(run["her_overrides"], f"{option}: {path}, her_overrides key")
+    run["hyperparams"] = check_hyperparams(
+        run["hyperparams"], run["algo"], f"{option}: {path}, entry hyperparams, key"
+    )
+    return run
+
+
+def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
+    """The run.json of ``--resume RUN_DIR``, checked (the checkpoint is checked once the folder is locked)."""
     given = [
         f"--{name.replace('_', '-')}" for name in RUN_OPTIONS if getattr(args, name) not in (None, False)
     ]
     if given:
-        parser.error(
+        raise RunError(
             f"argument --resume: {', '.join(given)} cannot be given with --resume (a resumed run keeps the env, "
             "algo, seed and hyperparameters in its run.json); accepted with it: --timesteps, --stop-at, "
             "--save-freq, --device, --threads, --no-progress, --no-gif"
         )
-    run_dir: Path = args.resume
-    if not (run_dir / "run.json").is_file():
-        what = "does not exist" if not run_dir.exists() else "has no run.json"
-        parser.error(f"argument --resume: {run_dir} {what}; accepted: an output folder of examples/train.py")
-    run = json.loads((run_dir / "run.json").read_text())
-    if not run.get("checkpoint") or not (run_dir / run["checkpoint"] / "state.pkl").is_file():
-        parser.error(f"argument --resume: {run_dir} has no checkpoint (checkpoints are written with --save-freq N "
-                     f"or --stop-at N); start it again with --output {run_dir} --force")  # fmt: skip
-    done = int(run["checkpoint_timesteps"])
-    total = args.timesteps or int(run["total_timesteps"])
-    if total <= done:
-        if args.timesteps is None:
-            parser.error(f"argument --resume: {run_dir} is complete ({done} of {total} steps); "
-                         f"pass --timesteps above {done} to train it further")  # fmt: skip
-        parser.error(f"argument --timesteps: {total} is not above the {done} steps of the checkpoint; accepted: > {done}")  # fmt: skip
-    if args.stop_at is not None and not done < args.stop_at < total:
-        parser.error(f"argument --stop-at: {args.stop_at} is not between the checkpoint's {done} steps and "
-                     f"the run's {total}; accepted: {done + 1} to {total - 1}")  # fmt: skip
-    run["total_timesteps"] = total
+    run = read_run(args.resume, "argument --resume")
+    RunFolder.check_free(args.resume)
     if args.save_freq is not None:
         run["save_freq"] = args.save_freq
-    run["output"] = str(run_dir)
+    run["output"] = str(args.resume)
     return run
 
 
+def _jsonable(value: Any) -> Any:
+    """``value`` as it reads back from JSON (what run.json and a checkpoint's manifest hold)."""
+    return json.loads(json.dumps(value, default=repr))
+
+
+def settings(run: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings that define a run, as kept in each checkpoint's manifest."""
+    return _jsonable({key: run[key] for key in RUN_SETTINGS})
+
+
 # ---------------------------------------------------------------------------------------- the run
-def build_model(run: dict[str, Any], device: str) -> BaseAlgorithm:
+def build_model(run: dict[str, Any], device: str) -> OffPolicyAlgorithm:
+    """The algorithm of a new run; what its constructor refuses is one line naming the hyperparameter file."""
     params = evaluate_entry(run["hyperparams"])
     normalize = params.pop("normalize", False)
     for key in ("n_timesteps", "n_envs", "env_kwargs"):
         params.pop(key, None)
-    her_kwargs = {**params.pop("replay_buffer_kwargs", {}), **run["her_overrides"]}
+    her_kwargs = {**(params.pop("replay_buffer_kwargs", None) or {}), **run["her_overrides"]}
     params.pop("replay_buffer_class", None)  # always ours here
-    env = make_training_envs(run)
-    if normalize:  # as the RL Zoo: True, or the keyword arguments of VecNormalize
-        norm_kwargs = normalize if isinstance(normalize, dict) else {}
-        env = VecNormalize(env, **{"gamma": params.get("gamma", 0.99), **norm_kwargs})
-    noise_std = params.pop("noise_std", None)
-    if noise_std is not None:  # TD3/DDPG exploration, as the RL Zoo's noise_type: normal
-        n = env.action_space.shape[0]
-        params["action_noise"] = NormalActionNoise(np.zeros(n), noise_std * np.ones(n))
-        params.pop("noise_type", None)
-    policy = params.pop("policy", "MultiInputPolicy")
-    return algorithms()[run["algo"]](
-        policy,
-        env,
-        replay_buffer_class=HerReplayBuffer,
-        replay_buffer_kwargs=her_kwargs,
-        seed=run["seed"],
-        device=device,
-        verbose=0,
-        **params,
-    )
+    try:
+        env = make_training_envs(run)
+        if normalize:  # as the RL Zoo: True, or the keyword arguments of VecNormalize
+            norm_kwargs = normalize if isinstance(normalize, dict) else {}
+            env = VecNormalize(env, **{"gamma": params.get("gamma", 0.99), **norm_kwargs})
+        noise_std = params.pop("noise_std", None)
+        if noise_std is not None:  # TD3/DDPG exploration, as the RL Zoo's noise_type: normal
+            n = env.action_space.shape[0]
+            params["action_noise"] = NormalActionNoise(np.zeros(n), noise_std * np.ones(n))
+            params.pop("noise_type", None)
+        policy = params.pop("policy", "MultiInputPolicy")
+        return algorithms()[run["algo"]](
+            policy,
+            env,
+            replay_buffer_class=HerReplayBuffer,
+            replay_buffer_kwargs=her_kwargs,
+            seed=run["seed"],
+            device=device,
+            verbose=0,
+            **params,
+        )
+    except (TypeError, ValueError, AssertionError, KeyError) as exc:  # the constructors' own checks
+        raise RunError(
+            f"argument --conf-file: {run['conf_file']}, entry {run['env']!r}: {run['algo'].upper()}+HER "
+            f"cannot be built from it ({describe_error(exc)})"
+        ) from None
 
 
 def command_line(argv: list[str]) -> str:
     return shlex.join(["python", os.path.relpath(__file__), *argv])
 
 
-def start(
-    parser: ArgumentParser, args: argparse.Namespace, argv: list[str]
-) -> tuple[BaseAlgorithm, dict[str, Any]]:
-    """The model to train and the run description (new, or resumed from its checkpoint); writes run.json."""
-    run = resolve_resume(parser, args) if args.resume else resolve_new_run(parser, args)
+def write_run(folder: RunFolder, run: dict[str, Any]) -> None:
+    """``run.json``, atomically (values JSON cannot hold are written as their repr)."""
+    folder.write("run.json", json.dumps(run, indent=2, default=repr) + "\n")
+
+
+def create(
+    run: dict[str, Any], args: argparse.Namespace, device: str
+) -> tuple[RunFolder, OffPolicyAlgorithm]:
+    """The model of a new run, then its folder, locked (the model's errors leave nothing behind)."""
+    model = build_model(run, device)
+    if run["save_freq"] or args.stop_at:  # fail now, not at the first checkpoint
+        try:
+            cloudpickle.dumps(model.get_env())
+        except Exception as exc:  # whatever pickling raises
+            raise RunError(f"argument --save-freq: checkpoints pickle the training envs, and {run['env']} "
+                           f"does not pickle ({describe_error(exc)}); train without checkpoints") from None  # fmt: skip
+    folder = RunFolder.create(Path(run["output"]), force=args.force, outputs=OUTPUTS, script=SCRIPT)
+    run["checkpoint"], run["checkpoint_timesteps"] = None, 0
+    return folder, model
+
+
+def open_resumed(
+    run: dict[str, Any], args: argparse.Namespace, device: str
+) -> tuple[RunFolder, OffPolicyAlgorithm, dict[str, Any]]:
+    """The run's folder, locked, and the model and state of its latest checkpoint (checked whole)."""
+    out = Path(run["output"])
+    folder = RunFolder.open(out, outputs=OUTPUTS, script=SCRIPT)
+    try:
+        checkpoint = folder.latest_checkpoint()
+        if checkpoint is None:
+            raise RunError(f"argument --resume: {out} has no checkpoint (checkpoints are written with --save-freq N "
+                           f"or --stop-at N); start it again with --output {out} --force")  # fmt: skip
+        saved = checkpoint.meta.get("settings")
+        mine = settings(run)
+        changed = sorted(k for k in RUN_SETTINGS if not isinstance(saved, dict) or saved.get(k) != mine[k])
+        if changed:
+            raise RunError(f"argument --resume: {out / 'run.json'} differs from its checkpoint's settings in "
+                           f"{changed}; restore run.json or start again with --force")  # fmt: skip
+        done = checkpoint.tag
+        total = args.timesteps or run["total_timesteps"]
+        if total <= done:
+            if args.timesteps is None:
+                raise RunError(f"argument --resume: {out} is complete ({done} of {total} steps); "
+                               f"pass --timesteps above {done} to train it further")  # fmt: skip
+            raise RunError(f"argument --timesteps: {total} is not above the {done} steps of the checkpoint; accepted: > {done}")  # fmt: skip
+        if args.stop_at is not None and not done < args.stop_at < total:
+            raise RunError(f"argument --stop-at: {args.stop_at} is not between the checkpoint's {done} steps and "
+                           f"the run's {total}; accepted: {done + 1} to {total - 1}")  # fmt: skip
+        model, state = load_checkpoint(checkpoint, algorithms()[run["algo"]], device, run["env"],
+                                       run["env_kwargs"], run["n_envs"])  # fmt: skip
+    except BaseException:
+        folder.close()
+        raise
+    run["total_timesteps"] = total
+    run["checkpoint"], run["checkpoint_timesteps"] = f"checkpoints/{checkpoint.path.name}", done
+    return folder, model, state
+
+
+def _train(argv: list[str], progress: dict[str, Any]) -> float:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = resolve_resume(args) if args.resume else resolve_new_run(args)
     device = args.device or run.get("device_arg", "auto")
     if args.device is None and args.resume:  # the run's own device must exist here too
         try:
             device_name(device)
         except argparse.ArgumentTypeError as exc:
-            parser.error(f"argument --device: the run used {exc}; pass --device")
+            raise RunError(f"argument --device: the run used {exc}; pass --device") from None
     threads = args.threads or 1
     torch.set_num_threads(threads)
     if args.resume:
-        model, state = load_checkpoint(run, algorithms()[run["algo"]], device)
-        run["eval_state"] = state["eval"]
+        folder, model, state = open_resumed(run, args, device)
     else:
-        model = build_model(run, device)
-        run["checkpoint"], run["checkpoint_timesteps"] = None, 0
-        if run["save_freq"] or args.stop_at:  # fail now, not at the first checkpoint
-            try:
-                cloudpickle.dumps(model.get_env())
-            except Exception as exc:  # whatever pickling raises
-                parser.error(f"argument --save-freq: checkpoints pickle the training envs, and {run['env']} "
-                             f"does not pickle ({type(exc).__name__}: {exc}); train without checkpoints")  # fmt: skip
-    run.update(device_arg=device, device=str(model.device), threads=threads, status="running")
+        (folder, model), state = create(run, args, device), None
+    progress.update(folder=folder, model=model, out=folder.path)
+    with folder:
+        return _learn(folder, model, run, state, args, argv)
+
+
+def _learn(
+    folder: RunFolder, model: OffPolicyAlgorithm, run: dict[str, Any], state: dict[str, Any] | None,
+    args: argparse.Namespace, argv: list[str],
+) -> float:  # fmt: skip
+    out = folder.path
+    run.update(device_arg=args.device or run.get("device_arg", "auto"), device=str(model.device),
+               threads=args.threads or 1, status="running")  # fmt: skip
     run["commands"] = [*run.get("commands", []), command_line(argv)]
-    Path(run["output"]).mkdir(parents=True, exist_ok=True)
-    return model, run
-
-
-def main(argv: list[str] | None = None) -> float:
-    """Train (or resume) a run; returns its final success rate (``nan`` when stopped by ``--stop-at``)."""
-    parser = build_parser()
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(argv)
-    model, run = start(parser, args, argv)
-    out = Path(run["output"])
-    eval_cb = EvalSuccess(run)
-    if "eval_state" in run:
-        eval_cb.restore(run.pop("eval_state"))
-    write_run(out, run)
+    eval_cb = EvalSuccess(run, folder.write)
+    if state is not None:
+        eval_cb.restore(state["eval"])
+    write_run(folder, run)
     extra = lambda: {"eval": eval_cb.state()}  # noqa: E731  (what each checkpoint keeps besides the model)
-    callbacks: list[BaseCallback] = [eval_cb, Checkpoints(run, extra, args.stop_at)]
+
+    def save() -> None:
+        checkpoint = folder.save_checkpoint(
+            model.num_timesteps,
+            checkpoint_files(model, extra()),
+            {"timesteps": model.num_timesteps, "settings": settings(run)},
+        )
+        run["checkpoint"], run["checkpoint_timesteps"] = f"checkpoints/{checkpoint.path.name}", checkpoint.tag
+        write_run(folder, run)  # names it, for information: --resume loads the latest whole checkpoint
+
+    callbacks: list[BaseCallback] = [eval_cb, Checkpoints(save, run["save_freq"], args.stop_at)]
     if not args.no_progress:
         callbacks.append(ProgressBarCallback())
     title = f"{run['env']} {run['algo'].upper()}+HER (seed {run['seed']})"
@@ -482,42 +741,73 @@ def main(argv: list[str] | None = None) -> float:
         if not args.no_progress:
             callbacks[-1].on_training_end()  # closes the bar
         run.update(status="stopped", timesteps=model.num_timesteps)
-        write_run(out, run)
-        plot_curve(eval_cb.rows, title, out / "success.png")
+        write_run(folder, run)
+        folder.write("success.png", plot_curve(eval_cb.rows, title))
         print(f"stopped at {model.num_timesteps} of {run['total_timesteps']} steps (checkpoint in "
               f"{out / run['checkpoint']}); go on with: {command_line(['--resume', str(out)])}")  # fmt: skip
         return float("nan")
-    except KeyboardInterrupt:
-        last = run["checkpoint_timesteps"]
-        hint = (
-            f"go on from step {last} with --resume {out}"
-            if run["checkpoint"]
-            else "no checkpoint was written"
-        )
-        raise SystemExit(f"interrupted at {model.num_timesteps} steps; {hint}") from None
     if not eval_cb.rows or eval_cb.rows[-1]["timesteps"] != model.num_timesteps:
         eval_cb.evaluate()  # the final point of the curve is the trained agent
-    write_atomic(out / "model.zip", model_bytes(model))
+    folder.write("model.zip", model_bytes(model))
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
-        write_atomic(out / "vecnormalize.pkl", pickle.dumps(normalizer))
+        folder.write("vecnormalize.pkl", pickle.dumps(normalizer))
     if run["save_freq"] or run["checkpoint"]:  # the end state (to train further with --resume --timesteps),
-        save_checkpoint(model, run, extra())  # never an older one that --resume would go on from again
+        save()  # never an older one that --resume would go on from again
     final = eval_cb.rows[-1]
     run.update(status="finished", timesteps=model.num_timesteps, success_rate=final["success_rate"],
                wall_time_s=round(eval_cb.wall(), 1), cpu_time_s=round(eval_cb.cpu(), 1))  # fmt: skip
-    write_run(out, run)
-    plot_curve(eval_cb.rows, title, out / "success.png")
+    write_run(folder, run)
+    folder.write("success.png", plot_curve(eval_cb.rows, title))
     renders = "rgb_array" in gym.make(run["env"], **run["env_kwargs"]).metadata.get("render_modes", [])
     if renders and not args.no_gif:
         from enjoy import record  # examples/ is on sys.path when this file runs as a script
 
+        folder.record("policy.gif")
         record(model, run["env"], run["env_kwargs"], out / "policy.gif", n_episodes=3, seed=run["seed"])
     print(
         f"{run['env']} {run['algo']}+HER: success rate {final['success_rate']:.1%} over {run['eval_episodes']} "
         f"episodes after {model.num_timesteps} steps ({run['wall_time_s'] / 60:.1f} min); outputs in {out}"
     )
     return float(final["success_rate"])
+
+
+def main(argv: list[str] | None = None) -> float:
+    """Train (or resume) a run; returns its final success rate (``nan`` when stopped by ``--stop-at``).
+
+    A user's mistake (or a damaged file) ends with one line and exit status 2; Ctrl-C or SIGTERM with one
+    line saying where to resume from and status 130; a failed write (a full disk) with one line and 1.
+    """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    progress: dict[str, Any] = {}
+    try:
+        with sigterm_as_interrupt():
+            return _train(argv, progress)
+    except RunError as exc:
+        print(f"{SCRIPT}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print(f"{SCRIPT}: interrupted {_where(progress)}", file=sys.stderr)
+        raise SystemExit(130) from None
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        file = f" ({exc.filename})" if exc.filename else ""
+        print(f"{SCRIPT}: error: {exc.strerror}{file}; stopped {_where(progress)}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _where(progress: dict[str, Any]) -> str:
+    """Where a run stopped and how to go on: the latest checkpoint on disk, not the last one named."""
+    model: OffPolicyAlgorithm | None = progress.get("model")
+    if model is None:
+        return "before training started"
+    folder: RunFolder = progress["folder"]
+    found = folder.checkpoints()
+    if not found:
+        return (f"at {model.num_timesteps} steps; no checkpoint was written (--save-freq N writes them), "
+                f"so start again with --output {progress['out']} --force")  # fmt: skip
+    return f"at {model.num_timesteps} steps; go on from step {int(found[-1].name)} with --resume {progress['out']}"
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ end bit-for-bit where the uninterrupted run ends. Tiny settings: each run takes 
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import math
+import os
 import pickle
 import runpy
 import sys
@@ -115,16 +117,28 @@ def test_train_refuses_a_used_output_folder_unless_forced(
     out.mkdir()
     (out / "notes.txt").write_text("mine")
     argv = [*FAST, "--timesteps", "300", "--output", str(out)]
-    expect_usage_error(capsys, lambda: train.main(argv), "train.py: error: argument --output:",
-                       "not empty", f"--resume {out}", "--force")  # fmt: skip
+    err = expect_usage_error(capsys, lambda: train.main(argv), "train.py: error: --output:")
+    assert err == (
+        f"train.py: error: --output: {out} is not empty (it holds notes.txt); pass --resume {out} to "
+        "continue that run, --force to replace it, or another --output\n"
+    )
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
-    train.main([*argv, "--force"])
-    (out / "policy.gif").write_bytes(b"stale")  # as if the first run had recorded one
+    train.main([*[a for a in argv if a != "--no-gif"], "--force"])  # this run records policy.gif
+    assert (out / "policy.gif").read_bytes()[:6] == b"GIF89a"
     train.main([*argv, "--force", "--timesteps", "200"])
     held = sorted(p.name for p in out.iterdir())
+    assert held == [
+        ".lock",
+        ".run-manifest.json",
+        "eval.csv",
+        "model.zip",
+        "notes.txt",
+        "run.json",
+        "success.png",
+    ]
     assert "policy.gif" not in held, "--force removes the outputs of the replaced run (this one has --no-gif)"
-    assert "notes.txt" in held, "--force removes only what train.py writes"
+    assert (out / "notes.txt").read_text() == "mine", "--force removes only what a run recorded writing"
     assert json.loads((out / "run.json").read_text())["timesteps"] == 200
 
 
@@ -289,8 +303,9 @@ def test_stop_and_resume_is_bit_for_bit_the_uninterrupted_run(case: str, tmp_pat
 
 
 def test_a_crash_mid_checkpoint_keeps_the_previous_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A full disk while the step-1000 checkpoint is written: one line, exit 1, the step-500 one kept whole."""
     argv = [*FAST, "--timesteps", "2000"]
     whole, crashed = tmp_path / "whole", tmp_path / "crashed"
     train.main([*argv, "--output", str(whole), "--save-freq", "100000"])
@@ -301,17 +316,26 @@ def test_a_crash_mid_checkpoint_keeps_the_previous_one(
     def failing_save(self, path):
         calls.append(path)
         if len(calls) == 2:  # the second checkpoint (step 1000) dies half-written
-            raise OSError("disk full")
+            real_save(self, path)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         return real_save(self, path)
 
     monkeypatch.setattr(OffPolicyAlgorithm, "save_replay_buffer", failing_save)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(SystemExit) as exited:
         train.main([*argv, "--output", str(crashed), "--save-freq", "500"])
     monkeypatch.undo()
+    assert exited.value.code == 1
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line == (
+        f"train.py: error: No space left on device ({calls[1]}); stopped at 1000 steps; go on from step 500 "
+        f"with --resume {crashed}"
+    )
     run = json.loads((crashed / "run.json").read_text())
     assert run["checkpoint"] == "checkpoints/000000000500" and run["status"] == "running"
-    assert (crashed / run["checkpoint"] / "state.pkl").exists()
-    assert (crashed / "checkpoints" / ".tmp-000000001000").exists()  # the half-written one, never named
+    assert sorted(p.name for p in (crashed / "checkpoints").iterdir()) == ["000000000500"]  # no half one
+    assert sorted(p.name for p in (crashed / run["checkpoint"]).iterdir()) == [
+        "MANIFEST.json", "env.pkl", "model.zip", "replay_buffer.pkl", "state.pkl"
+    ]  # fmt: skip
     assert [r[0] for r in curve(crashed)] == ["500", "1000"]  # the crashed session evaluated at 1000
 
     train.main(["--resume", str(crashed), "--no-progress", "--no-gif"])
