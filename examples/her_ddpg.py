@@ -58,7 +58,7 @@ from runfolder import (  # examples/runfolder.py (examples/ is on sys.path)
     RunError,
     RunFolder,
     check_settings,
-    sigterm_as_interrupt,
+    run_main,
     write_atomic,
 )
 from torch import nn
@@ -719,26 +719,14 @@ def main(argv: list[str] | None = None) -> float:
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     progress: dict[str, Any] = {}
-    try:
-        with sigterm_as_interrupt():
-            return _train(argv, progress)
-    except RunError as exc:
-        print(f"{SCRIPT}: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except KeyboardInterrupt:
-        print(f"{SCRIPT}: interrupted; {_resume_hint(progress)}", file=sys.stderr)
-        raise SystemExit(130) from None
-    except OSError as exc:
-        if exc.errno is None:
-            raise
-        print(f"{SCRIPT}: error: {exc.strerror} ({exc.filename}); {_resume_hint(progress)}", file=sys.stderr)
-        raise SystemExit(1) from None
+    return run_main(SCRIPT, lambda: _train(argv, progress), lambda: _where(progress))
 
 
-def _resume_hint(progress: dict[str, Any]) -> str:
+def _where(progress: dict[str, Any]) -> str:
+    """Where a run stopped and how to go on from there."""
     trainer: Trainer | None = progress.get("trainer")
     if trainer is None:
-        return "nothing was trained"
+        return "before training started"
     where = f"at epoch {trainer.epoch}, cycle {trainer.cycle}"
     if trainer.saved_epoch:
         return (f"{where}; go on from the checkpoint of epoch {trainer.saved_epoch} with: "

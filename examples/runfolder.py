@@ -32,11 +32,12 @@ import math
 import os
 import shutil
 import signal
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 try:
     import fcntl
@@ -50,6 +51,7 @@ __all__ = [
     "RunFolder",
     "check_settings",
     "fsync_dir",
+    "run_main",
     "sigterm_as_interrupt",
     "write_atomic",
 ]
@@ -175,6 +177,34 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+_T = TypeVar("_T")
+
+
+def run_main(script: str, body: Callable[[], _T], where: Callable[[], str]) -> _T:
+    """Run a training script's ``body`` and end it the same way in every script.
+
+    A :class:`RunError` (a user's mistake, a damaged or busy folder) prints one line and exits with
+    status 2; Ctrl-C or SIGTERM prints one line ``<script>: interrupted <where()>`` and exits with 130;
+    a failed write (an ``OSError`` with an errno: a full disk, a read-only file system) prints one
+    line and exits with 1. ``where()`` says where the run stopped and how to go on from there.
+    """
+    try:
+        with sigterm_as_interrupt():
+            return body()
+    except RunError as exc:
+        print(f"{script}: error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except KeyboardInterrupt:
+        print(f"{script}: interrupted {where()}", file=sys.stderr)
+        raise SystemExit(130) from None
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        file = f" ({exc.filename})" if exc.filename else ""
+        print(f"{script}: error: {exc.strerror}{file}; stopped {where()}", file=sys.stderr)
+        raise SystemExit(1) from None
 
 
 # ---------------------------------------------------------------------------------------- the folder

@@ -82,7 +82,7 @@ from runfolder import (
     RunError,
     RunFolder,
     check_settings,
-    sigterm_as_interrupt,
+    run_main,
 )  # examples/runfolder.py
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
@@ -780,21 +780,7 @@ def main(argv: list[str] | None = None) -> float:
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     progress: dict[str, Any] = {}
-    try:
-        with sigterm_as_interrupt():
-            return _train(argv, progress)
-    except RunError as exc:
-        print(f"{SCRIPT}: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
-    except KeyboardInterrupt:
-        print(f"{SCRIPT}: interrupted {_where(progress)}", file=sys.stderr)
-        raise SystemExit(130) from None
-    except OSError as exc:
-        if exc.errno is None:
-            raise
-        file = f" ({exc.filename})" if exc.filename else ""
-        print(f"{SCRIPT}: error: {exc.strerror}{file}; stopped {_where(progress)}", file=sys.stderr)
-        raise SystemExit(1) from None
+    return run_main(SCRIPT, lambda: _train(argv, progress), lambda: _where(progress))
 
 
 def _where(progress: dict[str, Any]) -> str:

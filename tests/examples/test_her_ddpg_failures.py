@@ -333,7 +333,7 @@ def test_ctrl_c_and_sigterm_say_where_to_resume_in_one_line(tmp_path, signum) ->
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130
     (line,) = err.strip().splitlines()
-    assert line.startswith("her_ddpg.py: interrupted; at epoch ")
+    assert line.startswith("her_ddpg.py: interrupted at epoch ")
     done = _epochs_done(out)
     assert line.endswith(
         f"go on from the checkpoint of epoch {done} with: python examples/her_ddpg.py --resume {out}"
