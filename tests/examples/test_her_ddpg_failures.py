@@ -28,34 +28,12 @@ sys.path.insert(0, str(EXAMPLES))
 
 import her_ddpg  # noqa: E402
 
+from tests.examples.folder_checks import checkpoint_dir, fails, snapshot  # noqa: E402
+
 TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "3", "--n-batches", "2",
         "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "2000",
         "--eval-episodes", "3", "--save-freq", "1", "--no-gif"]  # fmt: skip
 PREFIX = "her_ddpg.py: error: "
-
-
-def fails(capsys: pytest.CaptureFixture[str], argv: list[str], code: int = 2) -> str:
-    """Run her_ddpg.main(argv): it must exit with ``code`` and one stderr line; returns that line."""
-    with pytest.raises(SystemExit) as exc:
-        her_ddpg.main(argv)
-    assert exc.value.code == code
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1, lines
-    return lines[0]
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` (but the lock, whose content is its last holder's pid) and its bytes."""
-    return {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != ".lock"
-    }
-
-
-def checkpoint_dir(out: Path) -> Path:
-    (found,) = [p for p in (out / "checkpoints").iterdir() if p.name.isdigit()]
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +67,7 @@ def test_force_refuses_a_file_it_would_overwrite_but_did_not_write(tmp_path: Pat
     out = tmp_path / "out"
     out.mkdir()
     (out / "eval.csv").write_text("the user's own curve\n")
-    line = fails(capsys, [*TINY, "--output", str(out), "--force"])
+    line = fails(capsys, her_ddpg.main, [*TINY, "--output", str(out), "--force"])
     assert line == (
         f"{PREFIX}--force: {out} holds eval.csv, which no run of her_ddpg.py recorded writing (--force removes "
         "only a run's own files); move them away or choose another --output"
@@ -101,14 +79,14 @@ def test_refuses_a_non_empty_output_without_writing(tmp_path: Path, capsys) -> N
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    line = fails(capsys, [*TINY, "--output", str(out)])
+    line = fails(capsys, her_ddpg.main, [*TINY, "--output", str(out)])
     assert line.startswith(f"{PREFIX}--output: {out} is not empty (it holds keep.txt); pass --resume")
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
 
 
 def test_a_bad_value_writes_nothing_so_the_corrected_rerun_works(tmp_path: Path, capsys) -> None:
     out = tmp_path / "deep" / "out"
-    line = fails(capsys, [*TINY, "--seed", "-1", "--output", str(out)])
+    line = fails(capsys, her_ddpg.main, [*TINY, "--seed", "-1", "--output", str(out)])
     assert line.startswith(f"{PREFIX}--seed: -1 is not accepted")
     assert not (tmp_path / "deep").exists()  # not even the parent folders
     her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
@@ -118,7 +96,9 @@ def test_a_bad_value_writes_nothing_so_the_corrected_rerun_works(tmp_path: Path,
 def test_resume_with_another_output_is_refused(finished_run: Path, tmp_path: Path, capsys) -> None:
     out = copy_run(finished_run, tmp_path)
     before = snapshot(out)
-    line = fails(capsys, ["--resume", str(out), "--output", str(tmp_path / "other"), "--epochs", "3"])
+    line = fails(
+        capsys, her_ddpg.main, ["--resume", str(out), "--output", str(tmp_path / "other"), "--epochs", "3"]
+    )
     assert line == (
         f"{PREFIX}--output: --resume continues the run in its own folder {out}, not {tmp_path / 'other'}; "
         "accepted: no --output with --resume"
@@ -147,7 +127,7 @@ def test_a_damaged_checkpoint_file_is_one_line(finished_run, tmp_path, capsys, n
     out = copy_run(finished_run, tmp_path)
     damage(checkpoint_dir(out) / name)
     before = snapshot(out)
-    line = fails(capsys, ["--resume", str(out), "--epochs", "3"])
+    line = fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "3"])
     assert line.startswith(f"{PREFIX}checkpoint {checkpoint_dir(out)}: {name} is damaged (")
     assert line.endswith(
         "content does not match its recorded SHA-256): start again with --force, or put back a copy of the folder"
@@ -162,7 +142,7 @@ def test_a_checkpoint_of_another_run_is_refused(finished_run, tmp_path, capsys) 
     shutil.rmtree(checkpoint_dir(out))
     shutil.copytree(checkpoint_dir(other), out / "checkpoints" / checkpoint_dir(other).name)
     before = snapshot(out)
-    line = fails(capsys, ["--resume", str(out), "--epochs", "3"])
+    line = fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "3"])
     assert line.startswith(f"{PREFIX}checkpoint {checkpoint_dir(out)} belongs to another run (run id ")
     assert snapshot(out) == before
 
@@ -200,7 +180,7 @@ def test_a_foreign_but_whole_checkpoint_file_is_one_line(
     manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     (target / "MANIFEST.json").write_text(json.dumps(manifest))
     before = snapshot(out)
-    line = fails(capsys, ["--resume", str(out), "--epochs", "3"])
+    line = fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "3"])
     assert line.startswith(f"{PREFIX}checkpoint {target}: {name} does not fit this run {why}"), line
     assert line.endswith(
         "was it copied from another run or written by another version? Start again with --force"
@@ -230,7 +210,7 @@ def test_an_edited_or_damaged_config_is_one_line(finished_run, tmp_path, capsys,
     out = copy_run(finished_run, tmp_path)
     (out / "config.json").write_text(edit((out / "config.json").read_text()))
     before = snapshot(out)
-    line = fails(capsys, ["--resume", str(out), "--epochs", "3"])
+    line = fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "3"])
     assert line.startswith(PREFIX) and message in line, line
     assert snapshot(out) == before
 
@@ -240,7 +220,7 @@ def test_a_folder_of_the_other_script_is_refused(tmp_path, capsys) -> None:
     out.mkdir()
     (out / "config.json").write_text(json.dumps(her_ddpg.asdict(her_ddpg.Config())))
     (out / ".run-manifest.json").write_text(json.dumps({"script": "train.py", "run_id": "x", "files": []}))
-    line = fails(capsys, ["--resume", str(out)])
+    line = fails(capsys, her_ddpg.main, ["--resume", str(out)])
     assert line == f"{PREFIX}--resume: {out} is a run folder of train.py, not of her_ddpg.py"
 
 
@@ -257,7 +237,7 @@ def test_a_failed_write_is_one_line_and_keeps_the_last_checkpoint(tmp_path, caps
         return real_dump(obj, f, *args, **kwargs)
 
     monkeypatch.setattr(her_ddpg.pickle, "dump", full_disk)
-    line = fails(capsys, [*TINY, "--epochs", "3", "--output", str(out)], code=1)
+    line = fails(capsys, her_ddpg.main, [*TINY, "--epochs", "3", "--output", str(out)], code=1)
     monkeypatch.undo()
     assert line.startswith(f"{PREFIX}No space left on device (")
     assert line.endswith(
@@ -305,8 +285,11 @@ def test_a_second_process_is_refused_and_a_dead_holder_is_taken_over(tmp_path, c
             f"{PREFIX}{out} is in use by another process (pid {proc.pid}); wait for it to end, or choose "
             "another --output"
         )
-        assert fails(capsys, ["--resume", str(out), "--epochs", "1000"]) == expected
-        assert fails(capsys, [*TINY, "--epochs", "2", "--output", str(out), "--force"]) == expected
+        assert fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "1000"]) == expected
+        assert (
+            fails(capsys, her_ddpg.main, [*TINY, "--epochs", "2", "--output", str(out), "--force"])
+            == expected
+        )
     finally:
         proc.kill()  # SIGKILL: the kernel drops its lock
         proc.wait()

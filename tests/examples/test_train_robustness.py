@@ -31,6 +31,8 @@ sys.path.insert(0, str(EXAMPLES))  # train.py and enjoy.py import each other as 
 import enjoy  # noqa: E402
 import train  # noqa: E402
 
+from tests.examples.folder_checks import checkpoint_dir, fails, snapshot  # noqa: E402
+
 BITFLIP = [
     "--env",
     "goalenvs/BitFlip-v0",
@@ -45,30 +47,6 @@ TINY = [*BITFLIP, "--env-kwargs", '{"n_bits": 4}', "--timesteps", "600", "--save
 PREFIX = "train.py: error: "
 FIX = "start again with --force, or put back a copy of the folder"
 RUN_JSON_FIX = "restore it from a copy (each checkpoint's MANIFEST.json holds the run's settings) or start again with --force"
-
-
-def fails(capsys: pytest.CaptureFixture[str], argv: list[str], code: int = 2, main=train.main) -> str:
-    """``main(argv)`` must exit with ``code`` and one stderr line; returns that line."""
-    with pytest.raises(SystemExit) as exc:
-        main(argv)
-    assert exc.value.code == code
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.endswith("\n"), err
-    return err.rstrip("\n")
-
-
-def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under ``folder`` (but the lock, whose content is its last holder's pid) and its bytes."""
-    return {
-        str(p.relative_to(folder)): p.read_bytes()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file() and p.name != ".lock"
-    }
-
-
-def checkpoint_dir(out: Path) -> Path:
-    (found,) = [p for p in (out / "checkpoints").iterdir() if p.name.isdigit()]
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +80,7 @@ def test_force_refuses_a_file_it_would_overwrite_but_no_run_wrote(tmp_path: Path
     out = tmp_path / "out"
     out.mkdir()
     (out / "eval.csv").write_text("the user's own curve\n")
-    line = fails(capsys, [*TINY, "--output", str(out), "--force"])
+    line = fails(capsys, train.main, [*TINY, "--output", str(out), "--force"])
     assert line == (
         f"{PREFIX}--force: {out} holds eval.csv, which no run of train.py recorded writing (--force removes "
         "only a run's own files); move them away or choose another --output"
@@ -116,7 +94,7 @@ def test_a_folder_of_her_ddpg_is_refused(tmp_path: Path, capsys) -> None:
     (out / "run.json").write_text("{}")
     (out / ".run-manifest.json").write_text(json.dumps({"script": "her_ddpg.py", "run_id": "x", "files": []}))
     before = snapshot(out)
-    line = fails(capsys, [*TINY, "--output", str(out), "--force"])
+    line = fails(capsys, train.main, [*TINY, "--output", str(out), "--force"])
     assert (
         line
         == f"{PREFIX}--force: {out} is a run folder of her_ddpg.py, not of train.py; choose another --output"
@@ -171,7 +149,7 @@ def test_a_bad_hyperparameter_is_one_line_naming_file_and_key(
     monkeypatch.chdir(tmp_path)
     _conf(tmp_path, edit)
     timesteps = [] if case == "n-timesteps-zero" else ["--timesteps", "300"]
-    line = fails(capsys, [*BITFLIP, *timesteps, "--conf-file", "dqn.yml", "--output", "out"])
+    line = fails(capsys, train.main, [*BITFLIP, *timesteps, "--conf-file", "dqn.yml", "--output", "out"])
     assert line == PREFIX + expected
     assert [p.name for p in tmp_path.iterdir()] == ["dqn.yml"], "nothing is written"
 
@@ -184,14 +162,16 @@ def test_ent_coef_and_unknown_keys_are_checked_before_the_model_is_built(
     for value in ("auto_0", "auto_x", "manual", -0.1):
         _conf(tmp_path, {"ent_coef": value, "target_update_interval": None, "exploration_fraction": None,
                          "exploration_final_eps": None}, algo="sac")  # fmt: skip
-        line = fails(capsys, argv)
+        line = fails(capsys, train.main, argv)
         accepted = "a finite number, 0.0 < ent_coef" if value == -0.1 else 'a number > 0, "auto" or "auto_<initial value > 0>"'  # fmt: skip
         assert line == (
             f"{PREFIX}argument --conf-file: sac.yml, entry 'goalenvs/BitFlip-v0', key ent_coef: {value!r} is not "
             f"accepted; accepted: {accepted}"
         )
     _conf(tmp_path, {"gama": 0.9})
-    line = fails(capsys, [*BITFLIP, "--timesteps", "300", "--conf-file", "dqn.yml", "--output", "out"])
+    line = fails(
+        capsys, train.main, [*BITFLIP, "--timesteps", "300", "--conf-file", "dqn.yml", "--output", "out"]
+    )
     assert line == (
         f"{PREFIX}{ENTRY} gama: not a setting of DQN+HER; accepted: ['batch_size', 'buffer_size', 'env_kwargs', "
         "'exploration_final_eps', 'exploration_fraction', 'exploration_initial_eps', 'gamma', 'gradient_steps', "
@@ -217,7 +197,9 @@ def test_what_the_algorithm_refuses_is_one_line(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     _conf(tmp_path, edit)
-    line = fails(capsys, [*BITFLIP, "--timesteps", "300", "--conf-file", "dqn.yml", "--output", "out"])
+    line = fails(
+        capsys, train.main, [*BITFLIP, "--timesteps", "300", "--conf-file", "dqn.yml", "--output", "out"]
+    )
     assert line == (
         f"{PREFIX}argument --conf-file: dqn.yml, entry 'goalenvs/BitFlip-v0': DQN+HER cannot be built from it ({why})"
     )
@@ -226,7 +208,7 @@ def test_what_the_algorithm_refuses_is_one_line(
 
 def test_a_seed_numpy_cannot_take_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
-    line = fails(capsys, [*TINY, "--seed", str(2**32)])
+    line = fails(capsys, train.main, [*TINY, "--seed", str(2**32)])
     assert line == (
         f"{PREFIX}argument --seed: '4294967296' is not accepted: expected an integer >= 0 and <= 4294967295"
     )
@@ -257,13 +239,13 @@ def test_a_damaged_checkpoint_file_is_one_line(finished_run, tmp_path, capsys, n
     damage(target / name)
     size = (target / name).stat().st_size
     before = snapshot(out)
-    line = fails(capsys, ["--resume", str(out), "--timesteps", "900"])
+    line = fails(capsys, train.main, ["--resume", str(out), "--timesteps", "900"])
     assert line == (
         f"{PREFIX}checkpoint {target}: {name} is damaged ({size} bytes, recorded {recorded}, content does not "
         f"match its recorded SHA-256): {FIX}"
     )
     assert snapshot(out) == before
-    assert fails(capsys, [str(out), "--gif", str(tmp_path / "a.gif")], main=enjoy.main) == (
+    assert fails(capsys, enjoy.main, [str(out), "--gif", str(tmp_path / "a.gif")]) == (
         f"enjoy.py: error: checkpoint {target}: {name} is damaged ({size} bytes, recorded {recorded}, content "
         f"does not match its recorded SHA-256): {FIX}"
     )  # enjoy.py loads the same checked checkpoint
@@ -274,7 +256,7 @@ def test_a_damaged_checkpoint_manifest_is_one_line(finished_run, tmp_path, capsy
     out = copy_run(finished_run, tmp_path)
     (checkpoint_dir(out) / "MANIFEST.json").write_bytes(b"")
     before = snapshot(out)
-    line = fails(capsys, ["--resume", str(out), "--timesteps", "900"])
+    line = fails(capsys, train.main, ["--resume", str(out), "--timesteps", "900"])
     assert (
         line == f"{PREFIX}checkpoint {checkpoint_dir(out)}: MANIFEST.json is damaged (JSONDecodeError): {FIX}"
     )
@@ -305,7 +287,7 @@ def test_a_checkpoint_of_another_run_or_env_is_one_line(finished_run, six_bits_r
     shutil.rmtree(target)
     shutil.copytree(checkpoint_dir(finished_run), target)  # with its MANIFEST.json
     before = snapshot(out)
-    assert fails(capsys, ["--resume", str(out), "--timesteps", "900"]) == (
+    assert fails(capsys, train.main, ["--resume", str(out), "--timesteps", "900"]) == (
         f"{PREFIX}checkpoint {target} belongs to another run (run id {theirs}, of train.py), not to this "
         f"folder's run {ours}: {FIX}"
     )
@@ -314,7 +296,7 @@ def test_a_checkpoint_of_another_run_or_env_is_one_line(finished_run, six_bits_r
     manifest = json.loads((target / "MANIFEST.json").read_text())
     (target / "MANIFEST.json").write_text(json.dumps({**manifest, "run_id": ours}))  # its run id edited
     before = snapshot(out)
-    assert fails(capsys, ["--resume", str(out), "--timesteps", "900"]) == (
+    assert fails(capsys, train.main, ["--resume", str(out), "--timesteps", "900"]) == (
         f"{PREFIX}argument --resume: {out / 'run.json'} differs from its checkpoint's settings in ['env_kwargs']; "
         "restore run.json or start again with --force"
     )
@@ -325,7 +307,7 @@ def test_a_checkpoint_of_another_run_or_env_is_one_line(finished_run, six_bits_r
     shutil.copy(checkpoint_dir(finished_run) / "model.zip", target / "model.zip")
     _record(target, "model.zip")
     before = snapshot(out)
-    line = fails(capsys, ["--resume", str(out), "--timesteps", "900"])
+    line = fails(capsys, train.main, ["--resume", str(out), "--timesteps", "900"])
     assert line.startswith(
         f"{PREFIX}checkpoint {target}: model.zip does not fit this run (ValueError: Observation spaces do not "
         "match: Dict('achieved_goal': MultiBinary(4)"
@@ -376,7 +358,7 @@ def test_a_damaged_or_edited_run_json_is_one_line(finished_run, tmp_path, capsys
     out = copy_run(finished_run, tmp_path)
     _edit_run(out, edit)
     before = snapshot(out)
-    line = fails(capsys, ["--resume", str(out), "--timesteps", "900"])
+    line = fails(capsys, train.main, ["--resume", str(out), "--timesteps", "900"])
     sep = "" if message.startswith(",") else " "
     assert line == f"{PREFIX}argument --resume: {out / 'run.json'}{sep}{message}"
     assert snapshot(out) == before
@@ -420,9 +402,9 @@ def test_a_second_process_is_refused_and_a_dead_holders_lock_is_taken_over(tmp_p
             f"{PREFIX}{out} is in use by another process (pid {proc.pid}); wait for it to end, or choose "
             "another --output"
         )
-        assert fails(capsys, ["--resume", str(out), "--no-progress"]) == expected
-        assert fails(capsys, [*TINY, "--output", str(out), "--force"]) == expected
-        assert fails(capsys, [*TINY, "--output", str(out)]) == expected
+        assert fails(capsys, train.main, ["--resume", str(out), "--no-progress"]) == expected
+        assert fails(capsys, train.main, [*TINY, "--output", str(out), "--force"]) == expected
+        assert fails(capsys, train.main, [*TINY, "--output", str(out)]) == expected
         assert snapshot(out) == before
     finally:
         proc.kill()  # SIGKILL: the kernel drops its lock
