@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 def hyperparams() -> dict:
     """The main job's entry of ``examples/hyperparams/dqn.yml``, as keyword arguments of DQN."""
     sys.path.insert(0, str(HERE))  # train.py, a sibling script
-    from train import evaluate_entry
+    from zoo_conf import evaluate_entry
 
     params = evaluate_entry(
         yaml.safe_load((HERE / "hyperparams" / "dqn.yml").read_text())["goalenvs/BitFlip-v0"]

@@ -47,7 +47,8 @@ def load(run_dir: Path) -> tuple[BaseAlgorithm, dict]:
 
     Raises :class:`RunError` (one line) for a folder without a model, or a damaged or foreign file.
     """
-    from train import algorithms, describe_error, read_run  # examples/ is on sys.path (a script's folder)
+    from train import algorithms, read_run  # examples/ is on sys.path (a script's folder)
+    from zoo_conf import describe_error
 
     run = read_run(run_dir, OPTION)
     where = model_dir(run_dir)
