@@ -84,13 +84,14 @@ def writing(out: Path) -> bool:
 
 
 def killed_attempt(
-    script: Script, options: list[str], out: Path, cwd: Path, rng: random.Random, at_write: bool
+    script: Script, options: list[str], out: Path, cwd: Path, rng: random.Random, at_write: bool, span: float
 ):
-    """Start an attempt and SIGKILL it; returns (killed, landed during a write, returncode, stderr)."""
+    """Start an attempt and SIGKILL it, at a random moment within ``span`` seconds or as soon as a
+    checkpoint is being written (``at_write``); returns (killed, during a write, returncode, stderr)."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(command(script, options), cwd=cwd, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
-    deadline = time.monotonic() + (rng.uniform(3.0, 12.0) if not at_write else 60.0)
+    deadline = time.monotonic() + (rng.uniform(0.5, span) if not at_write else 60.0)
     during_write = False
     while proc.poll() is None and time.monotonic() < deadline:
         if at_write and writing(out):
@@ -179,8 +180,10 @@ def test_kill_9_at_random_moments_then_resume_ends_as_the_uninterrupted_run(
     script = SCRIPTS[name]
     rng = random.Random(f"kill-fuzz-{name}-{os.environ.get('KILL_FUZZ_SEED', '0')}")
     whole = tmp_path / "whole"
+    started = time.monotonic()
     done = run_to_end(script, [*script.new, "--output", str(whole)], tmp_path)
     assert done.returncode == 0, done.stderr
+    span = time.monotonic() - started  # random kills fall within the uninterrupted run's duration
 
     chains, kills, during_writes, refusals = 0, 0, 0, []
     while kills < KILLS:
@@ -188,7 +191,7 @@ def test_kill_9_at_random_moments_then_resume_ends_as_the_uninterrupted_run(
         options = [*script.new, "--output", str(out)]
         while kills < KILLS:
             killed, during, code, err = killed_attempt(
-                script, options, out, tmp_path, rng, at_write=kills % 2 == 1
+                script, options, out, tmp_path, rng, at_write=kills % 2 == 1, span=span
             )
             if not killed:
                 if code == 0:  # it finished before the kill: this chain is whole
