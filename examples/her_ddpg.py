@@ -57,6 +57,7 @@ from runfolder import (  # examples/runfolder.py (examples/ is on sys.path)
     Range,
     RunError,
     RunFolder,
+    check_capacity,
     check_settings,
     run_main,
     write_atomic,
@@ -621,6 +622,12 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
         raise RunError(f"--env-id: this agent runs the goalenvs Fetch ids {_fetch_ids()}, got {env_id!r}")
     entry = read_conf(args.conf_file or CONF_FILE, env_id)
     cfg = Config(**{**entry, **values})
+    where = (
+        "--buffer-size"
+        if "buffer_size" in values
+        else f"--conf-file: {args.conf_file or CONF_FILE}, key buffer_size"
+    )
+    check_capacity(cfg.buffer_size, cfg.n_envs, int(gym.make(env_id).unwrapped.max_steps), where)
     out = args.output or Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"
     RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
     return cfg, out, args

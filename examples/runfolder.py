@@ -49,6 +49,7 @@ __all__ = [
     "Range",
     "RunError",
     "RunFolder",
+    "check_capacity",
     "check_settings",
     "fsync_dir",
     "run_main",
@@ -113,6 +114,20 @@ def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Range], where
             continue
         name = f"--{key.replace('_', '-')}" if where == "option" else f"{where} {key}"
         raise RunError(f"{name}: {value!r} is not accepted; accepted: {spec.describe(key)}")
+
+
+def check_capacity(buffer_size: int, n_envs: int, horizon: int | None, option: str) -> None:
+    """Refuse a replay storage too small to hold one whole episode of every env (HER samples whole
+    episodes: ``buffer_size // n_envs`` steps per env must reach the episode length ``horizon``).
+
+    ``option`` names where ``buffer_size`` came from. Without a known ``horizon`` nothing is checked.
+    """
+    if horizon is not None and buffer_size // n_envs < horizon:
+        raise RunError(
+            f"{option}: {buffer_size} is not accepted; accepted: at least n_envs x the episode length = "
+            f"{n_envs} x {horizon} = {n_envs * horizon} (the storage keeps buffer_size // n_envs steps per "
+            "env, and HER samples only whole episodes)"
+        )
 
 
 # ---------------------------------------------------------------------------------------- atomic writes

@@ -574,6 +574,14 @@ def _learn(
     try:
         model.learn(run["total_timesteps"] - model.num_timesteps, CallbackList(callbacks),
                     reset_num_timesteps=not args.resume)  # fmt: skip
+    except RuntimeError as exc:  # HerStorage: an episode longer than the storage keeps per env
+        if not str(exc).startswith("Unable to sample: the longest episode"):
+            raise
+        # The env's episode length is not known before a run (envs truncate themselves): say so now.
+        raise RunError(
+            f"buffer_size of {run['conf_file']}, entry {run['env']!r}: {str(exc).removeprefix('Unable to sample: ')}; "
+            f"start again with --output {out} --force"
+        ) from None
     except StopTraining:
         if not args.no_progress:
             callbacks[-1].on_training_end()  # closes the bar

@@ -192,6 +192,10 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
         (["--lr-critic", "inf"], "--lr-critic: inf is not accepted"),
         (["--norm-eps", "-1"], "--norm-eps: -1.0 is not accepted"),
         (["--evaluate", "3"], "--evaluate: needs --resume RUN_DIR"),
+        (
+            ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--buffer-size", "60"],
+            "--buffer-size: 60 is not accepted; accepted: at least n_envs x the episode length = 2 x 50 = 100",
+        ),
     ],
 )
 def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, capsys) -> None:

@@ -435,3 +435,32 @@ def test_ctrl_c_and_sigterm_say_where_to_resume_in_one_line(tmp_path: Path, sign
     assert not list((out / "checkpoints").glob(".tmp-*")) and not list(out.glob(".*.tmp-*"))  # no half files
     assert math.isnan(train.main(["--resume", str(out), "--stop-at", str(done + 300), "--no-progress"]))
     assert _latest(out) == done + 300
+
+
+def test_a_storage_too_small_for_one_episode_stops_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """BitFlip truncates itself, so its episode length is known only once an episode outgrows the storage."""
+    monkeypatch.chdir(tmp_path)
+    _conf(tmp_path, {"buffer_size": 5, "learning_starts": 50})
+    argv = [
+        *BITFLIP,
+        "--env-kwargs",
+        '{"n_bits": 10}',
+        "--timesteps",
+        "300",
+        "--conf-file",
+        "dqn.yml",
+        "--output",
+        "out",
+    ]
+    with pytest.warns(UserWarning, match="has outgrown the 5 steps the storage keeps per env"):
+        line = fails(capsys, train.main, argv)
+    assert line == (
+        f"{PREFIX}buffer_size of dqn.yml, entry 'goalenvs/BitFlip-v0': the longest episode of env 0 has reached "
+        "10 steps, more than the 5 steps the storage keeps per env (capacity // n_envs), so it can never be "
+        "sampled; raise capacity (stable-baselines3's buffer_size) to at least 10 (n_envs=1 x the longest "
+        "episode length), or end episodes sooner (a time limit); start again with --output out --force"
+    )
+    _conf(tmp_path, {"buffer_size": 1000, "learning_starts": 50})
+    train.main([*argv, "--force"])  # the corrected run goes ahead in the same folder
