@@ -285,8 +285,18 @@ class Trainer:
         self.wall0, self.cpu0 = 0.0, 0.0  # wall and CPU seconds spent before this process (resume)
 
     # ------------------------------------------------------------------ collection
-    def explore(self, obs: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    def policy(self, obs: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        """The greedy actions; a policy whose weights have gone NaN (diverged) stops the run in one line."""
         u = self.agent.pi(obs, goal)
+        if not np.isfinite(u).all():  # ~1 us a step; else the env refuses the NaN action with a traceback
+            raise RunError(
+                f"training diverged in epoch {self.epoch + 1}: the actor's actions are not finite (its weights "
+                "no longer are); lower --lr-actor / --lr-critic and start again with --force"
+            )
+        return u
+
+    def explore(self, obs: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        u = self.policy(obs, goal)
         u = np.clip(u + self.cfg.noise_eps * self.rng.standard_normal(u.shape), -1.0, 1.0)
         random = self.rng.random(len(u)) < self.cfg.random_eps
         u[random] = self.rng.uniform(-1.0, 1.0, (int(random.sum()), u.shape[1]))
@@ -349,7 +359,7 @@ class Trainer:
             envs = self.eval_envs[: self.cfg.eval_episodes - len(successes)]
             obs = _stack([env.reset(seed=base + len(successes) + i)[0] for i, env in enumerate(envs)])
             for _ in range(self.horizon):
-                action = self.agent.pi(obs["observation"], obs["desired_goal"])
+                action = self.policy(obs["observation"], obs["desired_goal"])
                 results = [env.step(a) for env, a in zip(envs, action, strict=True)]
                 obs = _stack([r[0] for r in results])
             successes += [float(r[4]["is_success"]) for r in results]

@@ -574,9 +574,17 @@ def _learn(
     try:
         model.learn(run["total_timesteps"] - model.num_timesteps, CallbackList(callbacks),
                     reset_num_timesteps=not args.resume)  # fmt: skip
-    except RuntimeError as exc:  # HerStorage: an episode longer than the storage keeps per env
+    except (ValueError, RuntimeError) as exc:
+        # A diverged policy (its weights NaN) fails wherever its NaN lands first: torch's distributions,
+        # or the env refusing the non-finite action. Whatever the error, non-finite weights say why.
+        if not all(torch.isfinite(p).all() for p in model.policy.parameters()):
+            raise RunError(
+                f"training diverged by {model.num_timesteps} steps: the policy's weights are no longer finite; "
+                f"lower the learning rate in {run['conf_file']} and start again with --output {out} --force"
+            ) from None
         if not str(exc).startswith("Unable to sample: the longest episode"):
             raise
+        # HerStorage: an episode longer than the storage keeps per env.
         # The env's episode length is not known before a run (envs truncate themselves): say so now.
         raise RunError(
             f"buffer_size of {run['conf_file']}, entry {run['env']!r}: {str(exc).removeprefix('Unable to sample: ')}; "

@@ -324,3 +324,14 @@ def test_ctrl_c_and_sigterm_say_where_to_resume_in_one_line(tmp_path, signum) ->
     assert not list((out / "checkpoints").glob(".tmp-*"))  # an interrupted checkpoint write cleans up
     her_ddpg.main(["--resume", str(out), "--epochs", str(done + 1)])
     assert _epochs_done(out) == done + 1
+
+
+def test_a_diverged_policy_stops_in_one_line(tmp_path, capsys) -> None:
+    """Learning rates of 1e30 send the weights to NaN within the first epoch: one line, not the env's traceback."""
+    out = tmp_path / "out"
+    argv = [*TINY, "--epochs", "3", "--n-batches", "20", "--lr-actor", "1e30", "--lr-critic", "1e30"]
+    line = fails(capsys, her_ddpg.main, [*argv, "--output", str(out)])
+    assert line == (
+        f"{PREFIX}training diverged in epoch 1: the actor's actions are not finite (its weights no longer "
+        "are); lower --lr-actor / --lr-critic and start again with --force"
+    )

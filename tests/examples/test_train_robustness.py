@@ -464,3 +464,20 @@ def test_a_storage_too_small_for_one_episode_stops_in_one_line(
     )
     _conf(tmp_path, {"buffer_size": 1000, "learning_starts": 50})
     train.main([*argv, "--force"])  # the corrected run goes ahead in the same folder
+
+
+def test_a_diverged_policy_stops_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    """A learning rate of 1e30 sends SAC's weights to NaN at its first update: one line, not torch's traceback."""
+    pytest.importorskip("mujoco")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sac.yml").write_text(
+        "goalenvs/FetchReach-v0:\n  n_timesteps: 2000\n  buffer_size: 10000\n  batch_size: 32\n"
+        "  learning_rate: 1.0e+30\n  learning_starts: 100\n  policy_kwargs: 'dict(net_arch=[16])'\n"
+    )
+    argv = ["--env", "goalenvs/FetchReach-v0", "--algo", "sac", "--conf-file", "sac.yml", "--output", "out",
+            "--no-progress", "--no-gif", "--eval-episodes", "2"]  # fmt: skip
+    line = fails(capsys, train.main, argv)
+    assert line == (
+        f"{PREFIX}training diverged by 101 steps: the policy's weights are no longer finite; lower the "
+        "learning rate in sac.yml and start again with --output out --force"
+    )
