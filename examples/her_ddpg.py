@@ -632,11 +632,13 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
         raise RunError(f"--env-id: this agent runs the goalenvs Fetch ids {_fetch_ids()}, got {env_id!r}")
     entry = read_conf(args.conf_file or CONF_FILE, env_id)
     cfg = Config(**{**entry, **values})
-    where = (
-        "--buffer-size"
-        if "buffer_size" in values
-        else f"--conf-file: {args.conf_file or CONF_FILE}, key buffer_size"
-    )
+    where = "--buffer-size"
+    if "buffer_size" not in values:
+        where = (
+            f"--conf-file: {args.conf_file or CONF_FILE}, key buffer_size"
+            if "buffer_size" in entry
+            else "--buffer-size (its default)"
+        )
     check_capacity(cfg.buffer_size, cfg.n_envs, int(gym.make(env_id).unwrapped.max_steps), where)
     out = args.output or Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"
     RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
