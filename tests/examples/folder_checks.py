@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -34,3 +35,18 @@ def checkpoint_dir(out: Path) -> Path:
     """The one whole checkpoint folder of a run."""
     (found,) = [p for p in (out / "checkpoints").iterdir() if p.name.isdigit()]
     return found
+
+
+def _zero(path: Path) -> None:
+    path.write_bytes(b"")
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _random(path: Path) -> None:
+    path.write_bytes(os.urandom(path.stat().st_size))
+
+
+DAMAGES = [_zero, _truncate, _random]  # what a damaged file may be: empty, cut short, or noise

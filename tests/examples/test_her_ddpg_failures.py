@@ -28,7 +28,7 @@ sys.path.insert(0, str(EXAMPLES))
 
 import her_ddpg  # noqa: E402
 
-from tests.examples.folder_checks import checkpoint_dir, fails, snapshot  # noqa: E402
+from tests.examples.folder_checks import DAMAGES, checkpoint_dir, fails, snapshot  # noqa: E402
 
 TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "3", "--n-batches", "2",
         "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "2000",
@@ -107,22 +107,10 @@ def test_resume_with_another_output_is_refused(finished_run: Path, tmp_path: Pat
 
 
 # ------------------------------------------------------------------------------ damaged or foreign files
-def _zero(path: Path) -> None:
-    path.write_bytes(b"")
-
-
-def _truncate(path: Path) -> None:
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-
-
-def _random(path: Path) -> None:
-    path.write_bytes(os.urandom(path.stat().st_size))
 
 
 @pytest.mark.parametrize("name", ["agent.pt", "storage.pkl", "envs.pkl"])
-@pytest.mark.parametrize(
-    "damage", [_zero, _truncate, _random], ids=["zero-bytes", "truncated", "random-bytes"]
-)
+@pytest.mark.parametrize("damage", DAMAGES, ids=["zero-bytes", "truncated", "random-bytes"])
 def test_a_damaged_checkpoint_file_is_one_line(finished_run, tmp_path, capsys, name, damage) -> None:
     out = copy_run(finished_run, tmp_path)
     damage(checkpoint_dir(out) / name)

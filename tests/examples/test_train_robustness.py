@@ -31,7 +31,7 @@ sys.path.insert(0, str(EXAMPLES))  # train.py and enjoy.py import each other as 
 import enjoy  # noqa: E402
 import train  # noqa: E402
 
-from tests.examples.folder_checks import checkpoint_dir, fails, snapshot  # noqa: E402
+from tests.examples.folder_checks import DAMAGES, checkpoint_dir, fails, snapshot  # noqa: E402
 
 BITFLIP = [
     "--env",
@@ -216,22 +216,10 @@ def test_a_seed_numpy_cannot_take_is_refused(tmp_path: Path, monkeypatch: pytest
 
 
 # ------------------------------------------------------------------------------ damaged or foreign files
-def _zero(path: Path) -> None:
-    path.write_bytes(b"")
-
-
-def _truncate(path: Path) -> None:
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-
-
-def _random(path: Path) -> None:
-    path.write_bytes(os.urandom(path.stat().st_size))
 
 
 @pytest.mark.parametrize("name", ["model.zip", "replay_buffer.pkl", "env.pkl", "state.pkl"])
-@pytest.mark.parametrize(
-    "damage", [_zero, _truncate, _random], ids=["zero-bytes", "truncated", "random-bytes"]
-)
+@pytest.mark.parametrize("damage", DAMAGES, ids=["zero-bytes", "truncated", "random-bytes"])
 def test_a_damaged_checkpoint_file_is_one_line(finished_run, tmp_path, capsys, name, damage) -> None:
     out = copy_run(finished_run, tmp_path)
     target = checkpoint_dir(out)
