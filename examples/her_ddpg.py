@@ -616,6 +616,12 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
         if args.force or args.conf_file is not None:
             given = "--force" if args.force else "--conf-file"
             raise RunError(f"{given}: cannot be given with --resume (the run keeps its folder and settings)")
+        if (args.resume / "checkpoint.pt").is_file() and not (args.resume / ".run-manifest.json").exists():
+            raise RunError(
+                f"--resume: {args.resume} was written by an earlier her_ddpg.py (checkpoint.pt, storage.pkl, "
+                "envs.pkl), whose checkpoints this version cannot resume; finish it with that version, or start "
+                "a new run in another --output"
+            )
         saved = read_config(args.resume)
         changed = {k: v for k, v in values.items() if k not in ("epochs", "threads") and v != saved[k]}
         if changed:

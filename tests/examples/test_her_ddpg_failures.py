@@ -323,3 +323,20 @@ def test_a_diverged_policy_stops_in_one_line(tmp_path, capsys) -> None:
         f"{PREFIX}training diverged in epoch 1: the actor's actions are not finite (its weights no longer "
         "are); lower --lr-actor / --lr-critic and start again with --force"
     )
+
+
+def test_a_folder_of_the_earlier_version_is_named_as_such(tmp_path, capsys) -> None:
+    out = tmp_path / "old"
+    out.mkdir()
+    for name in ("config.json", "checkpoint.pt", "storage.pkl", "envs.pkl", "eval.csv"):
+        (out / name).write_bytes(b"x")
+    before = snapshot(out)
+    line = fails(capsys, her_ddpg.main, ["--resume", str(out)])
+    assert line == (
+        f"{PREFIX}--resume: {out} was written by an earlier her_ddpg.py (checkpoint.pt, storage.pkl, envs.pkl), "
+        "whose checkpoints this version cannot resume; finish it with that version, or start a new run in "
+        "another --output"
+    )
+    line = fails(capsys, her_ddpg.main, [*TINY, "--output", str(out), "--force"])
+    assert "which no run of her_ddpg.py recorded writing" in line  # --force does not touch its files either
+    assert snapshot(out) == before
