@@ -45,7 +45,7 @@ import cloudpickle
 import gymnasium as gym
 import numpy as np
 import torch
-from runfolder import Checkpoint, RunError  # examples/runfolder.py (examples/ is on sys.path)
+from runfolder import Checkpoint  # examples/runfolder.py (examples/ is on sys.path)
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -99,23 +99,6 @@ def checkpoint_files(model: OffPolicyAlgorithm, extra: dict[str, Any]) -> dict[s
     return files
 
 
-def _unfit(checkpoint: Checkpoint, name: str, why: object) -> RunError:
-    first = (str(why).strip().splitlines() or [""])[0]
-    first = first if len(first) <= 300 else first[:297] + "..."
-    return RunError(
-        f"checkpoint {checkpoint.path}: {name} does not fit this run ({first}); was it copied from "
-        "another run or written by another version? Start again with --force"
-    )
-
-
-def _load(checkpoint: Checkpoint, name: str, load: Callable[[Path], Any]) -> Any:
-    """``load(path)`` of one file of the checkpoint; whatever it raises becomes one line naming the file."""
-    try:
-        return load(checkpoint.file(name))
-    except Exception as exc:  # unpickling and torch can raise almost anything on foreign content
-        raise _unfit(checkpoint, name, f"{type(exc).__name__}: {exc}") from None
-
-
 def load_checkpoint(
     checkpoint: Checkpoint, algo: type[OffPolicyAlgorithm], device: str, env_id: str, env_kwargs: dict[str, Any],
     n_envs: int,
@@ -125,34 +108,34 @@ def load_checkpoint(
     ``env_id``, ``env_kwargs`` and ``n_envs`` are the run's: each file is checked to fit them, so a
     file of another run (with its hash recorded) is one line naming it, not a failure mid-training.
     """
-    state = _load(checkpoint, "state.pkl", lambda p: pickle.loads(p.read_bytes()))
+    state = checkpoint.load("state.pkl", lambda p: pickle.loads(p.read_bytes()))
     if not isinstance(state, dict) or any(k not in state for k in STATE_KEYS):
-        raise _unfit(checkpoint, "state.pkl", f"it holds no checkpoint state (keys {list(STATE_KEYS)})")
+        raise checkpoint.unfit("state.pkl", f"it holds no checkpoint state (keys {list(STATE_KEYS)})")
     if state["timesteps"] != checkpoint.tag:
-        raise _unfit(checkpoint, "state.pkl", f"it is of step {state['timesteps']}, not {checkpoint.tag}")
+        raise checkpoint.unfit("state.pkl", f"it is of step {state['timesteps']}, not {checkpoint.tag}")
     single = gym.make(env_id, **env_kwargs)
     spaces = single.observation_space, single.action_space
     single.close()
-    env = _load(checkpoint, "env.pkl", lambda p: pickle.loads(p.read_bytes()))
+    env = checkpoint.load("env.pkl", lambda p: pickle.loads(p.read_bytes()))
     if (
         not isinstance(env, VecEnv)
         or env.num_envs != n_envs
         or (env.observation_space, env.action_space) != spaces
     ):
-        raise _unfit(checkpoint, "env.pkl", f"it holds no {n_envs} envs {env_id} with {env_kwargs}")  # fmt: skip
+        raise checkpoint.unfit("env.pkl", f"it holds no {n_envs} envs {env_id} with {env_kwargs}")  # fmt: skip
     if checkpoint.file("vecnormalize.pkl").exists():
         if "vecnormalize_returns" not in state:
-            raise _unfit(
-                checkpoint, "state.pkl", "it holds no VecNormalize returns, and vecnormalize.pkl is there"
+            raise checkpoint.unfit(
+                "state.pkl", "it holds no VecNormalize returns, and vecnormalize.pkl is there"
             )
-        env = _load(checkpoint, "vecnormalize.pkl", lambda p: VecNormalize.load(str(p), env))
+        env = checkpoint.load("vecnormalize.pkl", lambda p: VecNormalize.load(str(p), env))
         env.returns = state["vecnormalize_returns"]
-    model = _load(checkpoint, "model.zip", lambda p: algo.load(p, env=env, device=device, force_reset=False))
+    model = checkpoint.load("model.zip", lambda p: algo.load(p, env=env, device=device, force_reset=False))
     if model.num_timesteps != checkpoint.tag:
-        raise _unfit(checkpoint, "model.zip", f"it is of step {model.num_timesteps}, not {checkpoint.tag}")
-    _load(checkpoint, "replay_buffer.pkl", lambda p: model.load_replay_buffer(p, truncate_last_traj=False))
+        raise checkpoint.unfit("model.zip", f"it is of step {model.num_timesteps}, not {checkpoint.tag}")
+    checkpoint.load("replay_buffer.pkl", lambda p: model.load_replay_buffer(p, truncate_last_traj=False))
     if getattr(model.replay_buffer, "observation_space", None) != spaces[0]:
-        raise _unfit(checkpoint, "replay_buffer.pkl", f"its observations are not those of {env_id}")
+        raise checkpoint.unfit("replay_buffer.pkl", f"its observations are not those of {env_id}")
     # load() re-seeded every generator from the initial seed: put back their states at the checkpoint.
     try:
         np.random.set_state(state["numpy"])  # noqa: NPY002
@@ -160,7 +143,7 @@ def load_checkpoint(
         random.setstate(state["python"])
         model.action_space.np_random.bit_generator.state = state["action_space"]
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise _unfit(checkpoint, "state.pkl", f"{type(exc).__name__}: {exc}") from None
+        raise checkpoint.unfit("state.pkl", f"{type(exc).__name__}: {exc}") from None
     return model, state
 
 

@@ -428,7 +428,7 @@ class Trainer:
 
     def load(self, checkpoint: Checkpoint) -> None:
         """Take up the state of ``checkpoint`` (already checked whole); a file that does not fit is one line."""
-        state = _load_part(checkpoint, "agent.pt", lambda f: torch.load(f, weights_only=False))
+        state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
         try:
             self.agent.load_state_dict(state["agent"])
             self.rng.bit_generator.state = state["rng"]
@@ -436,40 +436,22 @@ class Trainer:
             for key in ("epoch", "updates", "times", "wall0", "cpu0", "reset_seeds", "rows"):
                 setattr(self, key, state[key])
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-            raise RunError(_unfit(checkpoint, "agent.pt", exc)) from None
-        rngs = _load_part(checkpoint, "envs.pkl", pickle.load)
+            raise checkpoint.unfit("agent.pt", exc) from None
+        rngs = checkpoint.load("envs.pkl", lambda path: pickle.loads(path.read_bytes()))
         if not isinstance(rngs, list) or len(rngs) != len(self.envs):
-            raise RunError(_unfit(checkpoint, "envs.pkl", f"holds no list of {len(self.envs)} generators"))
+            raise checkpoint.unfit("envs.pkl", f"holds no list of {len(self.envs)} generators")
         for env, rng in zip(self.envs, rngs, strict=True):
             env.np_random = rng
-        storage = _load_part(checkpoint, "storage.pkl", pickle.load)
+        storage = checkpoint.load("storage.pkl", lambda path: pickle.loads(path.read_bytes()))
         if not isinstance(storage, HerStorage):
-            raise RunError(_unfit(checkpoint, "storage.pkl", "holds no HerStorage"))
+            raise checkpoint.unfit("storage.pkl", "holds no HerStorage")
         try:
             storage.check_spaces(self.envs[0].observation_space, self.envs[0].action_space, self.cfg.n_envs)
         except ValueError as exc:
-            raise RunError(_unfit(checkpoint, "storage.pkl", exc)) from None
+            raise checkpoint.unfit("storage.pkl", exc) from None
         self.storage = storage
         self.storage.reward_fn = self.envs[0].compute_reward
         self.saved_epoch = self.epoch
-
-
-def _unfit(checkpoint: Checkpoint, name: str, why: Any) -> str:
-    # torch's state_dict error puts the first mismatch on its second line: keep two lines, on one.
-    why = " ".join(line.strip() for line in str(why).splitlines()[:2])[:300]
-    return (
-        f"checkpoint {checkpoint.path}: {name} does not fit this run ({why}); "
-        "was it copied from another run or written by another version? Start again with --force"
-    )
-
-
-def _load_part(checkpoint: Checkpoint, name: str, load: Any) -> Any:
-    """``load(file)`` of one file of a checkpoint; what fails to load is one line naming the file."""
-    try:
-        with checkpoint.file(name).open("rb") as f:
-            return load(f)
-    except Exception as exc:  # unpickling can raise almost anything on foreign bytes
-        raise RunError(_unfit(checkpoint, name, f"{type(exc).__name__}: {exc}")) from None
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:
@@ -664,11 +646,11 @@ def evaluate_checkpoint(cfg: Config, out: Path, episodes: int) -> float:
     if checkpoint is None:
         raise RunError(f"--resume: {out} has no checkpoint yet (checkpoints need --save-freq >= 1)")
     trainer = Trainer(replace(cfg, eval_episodes=episodes, buffer_size=1))  # no replay needed
-    state = _load_part(checkpoint, "agent.pt", lambda f: torch.load(f, weights_only=False))
+    state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
     try:
         trainer.agent.load_state_dict(state["agent"])
     except (KeyError, TypeError, RuntimeError) as exc:
-        raise RunError(_unfit(checkpoint, "agent.pt", exc)) from None
+        raise checkpoint.unfit("agent.pt", exc) from None
     return trainer.evaluate(base=2 * 10**9)
 
 

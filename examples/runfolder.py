@@ -57,6 +57,8 @@ __all__ = [
     "write_atomic",
 ]
 
+_T = TypeVar("_T")
+
 LOCK = ".lock"
 MANIFEST = ".run-manifest.json"
 CHECKPOINTS = "checkpoints"
@@ -194,9 +196,6 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-_T = TypeVar("_T")
-
-
 def run_main(script: str, body: Callable[[], _T], where: Callable[[], str]) -> _T:
     """Run a training script's ``body`` and end it the same way in every script.
 
@@ -233,6 +232,28 @@ class Checkpoint:
 
     def file(self, name: str) -> Path:
         return self.path / name
+
+    def unfit(self, name: str, why: object) -> RunError:
+        """The one-line error for a file of this checkpoint that is whole (its hash matches) but does not
+        fit the run (another run's, or another version's). ``why``: the reason, or the exception."""
+        # torch's state_dict error names the first mismatch on its second line: keep two lines, on one.
+        text = " ".join(line.strip() for line in str(why).strip().splitlines()[:2])
+        text = text if len(text) <= 300 else text[:297] + "..."
+        return RunError(
+            f"checkpoint {self.path}: {name} does not fit this run ({text}); was it copied from another run "
+            "or written by another version? Start again with --force"
+        )
+
+    def load(self, name: str, load: Callable[[Path], _T]) -> _T:
+        """``load(path)`` of the file ``name``; whatever it raises becomes :meth:`unfit`'s one line."""
+        try:
+            return load(self.file(name))
+        except Exception as exc:  # unpickling and torch can raise almost anything on foreign content
+            if not self.path.exists():  # read without the lock, and replaced by a newer checkpoint meanwhile
+                raise RunError(
+                    f"checkpoint {self.path} was replaced by a newer one while being read; run the command again"
+                ) from None
+            raise self.unfit(name, f"{type(exc).__name__}: {exc}") from None
 
 
 def _in_use(path: Path, holder: str) -> RunError:
@@ -536,11 +557,20 @@ class RunFolder:
 
         Raises :class:`RunError` when it is damaged or belongs to another run.
         """
-        found = self.checkpoints()
-        return (
-            read_checkpoint(found[-1], self.script, self.run_id if self.run_id else None, verify)
-            if found
-            else None
+        run_id = self.run_id if self.run_id else None
+        for _ in range(3):
+            found = self.checkpoints()
+            if not found:
+                return None
+            try:
+                return read_checkpoint(found[-1], self.script, run_id, verify)
+            except (RunError, OSError):
+                # A reader that does not hold the folder (--evaluate, enjoy.py) can see a checkpoint
+                # removed under it once a newer one is whole: look again, rather than call it damaged.
+                if found[-1].exists():
+                    raise
+        raise RunError(
+            f"the checkpoints of {self.path} kept changing while being read; run the command again"
         )
 
 

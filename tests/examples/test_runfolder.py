@@ -245,3 +245,30 @@ def test_an_integer_range_refuses_floats_and_names_the_file_and_key() -> None:
         str(exc.value)
         == "--conf-file: c.yml, entry 'x', key epochs: 2.0 is not accepted; accepted: an integer, 1 <= epochs"
     )
+
+
+def test_a_reader_whose_checkpoint_is_replaced_meanwhile_reads_the_newer_one(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """--evaluate and enjoy.py read without the lock: the writer may switch in a newer checkpoint and
+    remove the one being read. That is no damage: the reader looks again."""
+    out = tmp_path / "run"
+    with new(out) as writer:
+        writer.save_checkpoint(1, files("a.bin"), {"epoch": 1})
+        reader = RunFolder.read_only(out, "t.py", OUTPUTS)
+        first = reader.latest_checkpoint()
+        real_sha256 = runfolder._sha256
+
+        def racing(path: Path) -> str:
+            if path.parent.name == "000000000001":  # while the reader checks checkpoint 1...
+                writer.save_checkpoint(2, files("a.bin"), {"epoch": 2})  # ...2 is switched in, 1 removed
+            return real_sha256(path)
+
+        monkeypatch.setattr(runfolder, "_sha256", racing)
+        assert reader.latest_checkpoint().meta == {"epoch": 2}
+        with pytest.raises(RunError) as exc:
+            first.load("a.bin", lambda path: path.read_text())
+        assert (
+            str(exc.value)
+            == f"checkpoint {first.path} was replaced by a newer one while being read; run the command again"
+        )
