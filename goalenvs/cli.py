@@ -143,7 +143,7 @@ def _write(prog: str, text: str) -> int:
 def _silence_stdout() -> None:
     """Point stdout's file descriptor at os.devnull.
 
-    As https://docs.python.org/3/library/signal.html#note-on-sigpipe does after a BrokenPipeError.
+    As the "Note on SIGPIPE" of the Python docs of the signal module does after a BrokenPipeError.
     """
     try:
         fd = sys.stdout.fileno()
