@@ -655,21 +655,36 @@ def evaluate_checkpoint(cfg: Config, out: Path, episodes: int) -> float:
 
 
 def start(cfg: Config, out: Path, args: argparse.Namespace, argv: list[str]) -> tuple[RunFolder, Trainer]:
-    """Lock the run folder (new, or the one resumed), write config.json and commands.txt, build the trainer."""
-    command = " ".join(["python", "examples/her_ddpg.py", *argv]) + "\n"
+    """Lock the run folder (new, or the one resumed), write config.json and commands.txt, build the trainer.
+
+    What is refused after the lock is taken releases it (``main`` may be called again in this process).
+    """
     if args.resume is None:
         folder = RunFolder.create(out, force=args.force, outputs=OUTPUTS, script=SCRIPT)
-        commands = command
-        checkpoint = None
     else:
         folder = RunFolder.open(out, outputs=OUTPUTS, script=SCRIPT)
+    try:
+        return folder, _take_up(folder, cfg, args, argv)
+    except BaseException:
+        folder.close()
+        raise
+
+
+def _take_up(folder: RunFolder, cfg: Config, args: argparse.Namespace, argv: list[str]) -> Trainer:
+    """The trainer of a locked folder: a new run's, or the resumed one's at its latest checkpoint."""
+    out = folder.path
+    commands = " ".join(["python", "examples/her_ddpg.py", *argv]) + "\n"
+    checkpoint = None
+    if args.resume is not None:
         checkpoint = folder.latest_checkpoint()
         if checkpoint is None:
             raise RunError(
                 f"--resume: {out} has no checkpoint yet (checkpoints need --save-freq >= 1); "
                 f"start it again with --output {out} --force"
             )
-        saved = checkpoint.meta.get("config", {})
+        saved, done = checkpoint.meta.get("config", {}), checkpoint.meta.get("epoch")
+        if not isinstance(saved, dict) or type(done) is not int:
+            raise checkpoint.unfit("MANIFEST.json", "its meta holds no config and epoch")
         changed = sorted(
             k for k, v in asdict(cfg).items() if k not in ("epochs", "threads") and saved.get(k) != v
         )
@@ -678,11 +693,10 @@ def start(cfg: Config, out: Path, args: argparse.Namespace, argv: list[str]) -> 
                 f"--resume: {out / 'config.json'} differs from its checkpoint's settings in {changed}; "
                 "restore config.json or start again with --force"
             )
-        done = int(checkpoint.meta["epoch"])
         if cfg.epochs < done:
             raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
         path = out / "commands.txt"
-        commands = (path.read_text() if path.is_file() else "") + command
+        commands = (path.read_text() if path.is_file() else "") + commands
     trainer = Trainer(cfg, folder, args.save_freq)
     if checkpoint is not None:
         trainer.load(checkpoint)  # before any write: a checkpoint that does not fit changes nothing
@@ -691,7 +705,7 @@ def start(cfg: Config, out: Path, args: argparse.Namespace, argv: list[str]) -> 
     if checkpoint is not None:
         folder.write("eval.csv", csv_text(trainer.rows))  # drops rows written after the checkpoint
         print(f"resumed {out} at epoch {trainer.epoch}", flush=True)
-    return folder, trainer
+    return trainer
 
 
 def _train(argv: list[str], progress: dict[str, Any]) -> float:

@@ -340,3 +340,15 @@ def test_a_folder_of_the_earlier_version_is_named_as_such(tmp_path, capsys) -> N
     line = fails(capsys, her_ddpg.main, [*TINY, "--output", str(out), "--force"])
     assert "which no run of her_ddpg.py recorded writing" in line  # --force does not touch its files either
     assert snapshot(out) == before
+
+
+def test_a_refused_resume_releases_the_folder(finished_run, tmp_path, capsys) -> None:
+    """A resume refused once the folder is locked lets go of it: the same process (a notebook) can go on."""
+    out = copy_run(finished_run, tmp_path)
+    agent = checkpoint_dir(out) / "agent.pt"
+    good = agent.read_bytes()
+    agent.write_bytes(b"")
+    assert " agent.pt is damaged (" in fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "3"])
+    agent.write_bytes(good)
+    her_ddpg.main(["--resume", str(out), "--epochs", "3"])
+    assert checkpoint_dir(out).name == "000000000003"
