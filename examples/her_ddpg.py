@@ -627,7 +627,10 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
             if "buffer_size" in entry
             else "--buffer-size (its default)"
         )
-    check_capacity(cfg.buffer_size, cfg.n_envs, int(gym.make(env_id).unwrapped.max_steps), where)
+    probe = gym.make(env_id)  # the episode length: Fetch envs truncate themselves
+    horizon = int(probe.unwrapped.max_steps)
+    probe.close()
+    check_capacity(cfg.buffer_size, cfg.n_envs, horizon, where)
     out = args.output or Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"
     RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
     return cfg, out, args
