@@ -41,6 +41,7 @@ import copy
 import csv
 import io
 import json
+import os
 import pickle
 import sys
 import time
@@ -63,16 +64,16 @@ from runfolder import (  # examples/runfolder.py (examples/ is on sys.path)
     write_atomic,
 )
 from torch import nn
+from workers import World
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from her import HerStorage
 
 SCRIPT = "her_ddpg.py"
 CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"
-TIMERS = ("env", "act", "store", "sample", "update", "eval", "checkpoint")
+TIMERS = ("env", "act", "store", "sample", "update", "sync", "eval", "checkpoint")
 # What a run writes at the top of its folder (besides checkpoints/): --force removes these, if a run wrote them.
 OUTPUTS = ("config.json", "commands.txt", "eval.csv", "success.png", "policy.gif")
-CHECKPOINT_FILES = ("agent.pt", "storage.pkl", "envs.pkl")
 
 
 @dataclass
@@ -147,15 +148,24 @@ class Normalizer:
         self.mean = np.zeros(size, np.float32)
         self.std = np.ones(size, np.float32)
 
-    def update(self, x: np.ndarray) -> None:
+    def stats(self, x: np.ndarray) -> np.ndarray:
+        """What ``x`` (rows of the vector) adds: its sum, sum of squares and row count, in one float64 array
+        (the workers of a distributed run sum these before :meth:`add`)."""
         x = x.reshape(-1, self.sum.size).astype(np.float64)
-        self.sum += x.sum(0)
-        self.sumsq += np.square(x).sum(0)
-        self.count += x.shape[0]
+        return np.concatenate([x.sum(0), np.square(x).sum(0), [x.shape[0]]])
+
+    def add(self, stats: np.ndarray) -> None:
+        n = self.sum.size
+        self.sum += stats[:n]
+        self.sumsq += stats[n : 2 * n]
+        self.count += int(stats[2 * n])
         mean = self.sum / self.count
         self.mean = mean.astype(np.float32)
         var = np.maximum(self.eps**2, self.sumsq / self.count - np.square(mean))
         self.std = np.sqrt(var).astype(np.float32)
+
+    def update(self, x: np.ndarray) -> None:
+        self.add(self.stats(x))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return np.clip((x - self.mean) / self.std, -self.clip, self.clip)
@@ -179,11 +189,31 @@ class MLP(nn.Module):
         return self.head(h.float())
 
 
-class Agent:
-    """Actor, critic, their targets and optimisers, and the input normalisers."""
+def flat_grads(module: nn.Module) -> torch.Tensor:
+    """One zeroed buffer holding every gradient of ``module`` (each parameter's ``.grad`` a view into it),
+    so the workers sum them in one call; backward accumulates into the views in place."""
+    params = list(module.parameters())
+    flat = torch.zeros(sum(p.numel() for p in params))
+    offset = 0
+    for p in params:
+        p.grad = flat[offset : offset + p.numel()].view_as(p)
+        offset += p.numel()
+    return flat
 
-    def __init__(self, cfg: Config, obs_dim: int, goal_dim: int, act_dim: int) -> None:
+
+class Agent:
+    """Actor, critic, their targets and optimisers, and the input normalisers.
+
+    With ``world.size > 1`` each worker computes the gradients of its ``share`` of the global batch
+    and the workers sum them, each weighted by its share: the gradient of the global batch's mean loss,
+    the same on every worker, so the networks and optimisers stay equal everywhere.
+    """
+
+    def __init__(
+        self, cfg: Config, obs_dim: int, goal_dim: int, act_dim: int, world: World | None = None, share: float = 1.0
+    ) -> None:
         self.cfg = cfg
+        self.world, self.share = world or World(), share
         self.o_norm = Normalizer(obs_dim, cfg.norm_eps, cfg.norm_clip)
         self.g_norm = Normalizer(goal_dim, cfg.norm_eps, cfg.norm_clip)
         n_in = obs_dim + goal_dim
@@ -194,6 +224,23 @@ class Agent:
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr_actor)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr_critic)
         self.clip_return = 1.0 / (1.0 - cfg.gamma)
+        self.sync_s = 0.0  # seconds spent summing gradients with the other workers
+        self.grads: tuple[torch.Tensor, torch.Tensor] | None = None
+        if self.world.size > 1:
+            self.grads = (flat_grads(self.critic), flat_grads(self.actor))
+
+    def _step(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> None:
+        """Backward and one Adam step, on the gradient summed over the workers."""
+        if self.grads is None:
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+        else:
+            opt.zero_grad(set_to_none=False)  # keeps the .grad views into the flat buffer
+            loss.backward()
+            t0 = time.perf_counter()
+            self.world.sum_(self.grads[which].mul_(self.share))
+            self.sync_s += time.perf_counter() - t0
+        opt.step()
 
     def inputs(self, obs: np.ndarray, goal: np.ndarray) -> torch.Tensor:
         """``(B, obs_dim + goal_dim)`` normalised network input from raw observations and goals."""
@@ -218,17 +265,13 @@ class Agent:
             q2 = self.critic_target(torch.cat([x2, torch.tanh(self.actor_target(x2))], 1))
             target = (r + self.cfg.gamma * not_done * q2).clamp_(-self.clip_return, 0.0)
         critic_loss = (self.critic(torch.cat([x, a], 1)) - target).pow(2).mean()
-        self.critic_opt.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        self.critic_opt.step()
+        self._step(critic_loss, self.critic_opt, 0)
 
         pi = torch.tanh(self.actor(x))
         self.critic.requires_grad_(False)  # the actor's step needs no critic weight gradients
         actor_loss = -self.critic(torch.cat([x, pi], 1)).mean() + self.cfg.action_l2 * pi.pow(2).mean()
         self.critic.requires_grad_(True)
-        self.actor_opt.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        self.actor_opt.step()
+        self._step(actor_loss, self.actor_opt, 1)
 
     def update_targets(self) -> None:
         with torch.no_grad():
@@ -249,6 +292,11 @@ class Agent:
         self.g_norm.__dict__.update(state["normalizers"][1])
 
 
+def part(total: int, lo: int, hi: int, n: int) -> int:
+    """The part of ``total`` that goes with items ``[lo, hi)`` of ``n`` (the parts of a partition sum to ``total``)."""
+    return total * hi // n - total * lo // n
+
+
 def future_goals(achieved_next: np.ndarray, rng: np.random.Generator, share: float) -> np.ndarray:
     """Goals for the normalizer as HER samples them: for each step ``t`` of ``(N, T, G)`` achieved
     goals (after each step), with probability ``share`` an achieved goal of a step in ``[t, T)``."""
@@ -261,26 +309,48 @@ def future_goals(achieved_next: np.ndarray, rng: np.random.Generator, share: flo
 class Trainer:
     """The cycle loop: collect, store, normalise, update; evaluate every epoch; checkpoint."""
 
-    def __init__(self, cfg: Config, folder: RunFolder | None = None, save_freq: int = 0) -> None:
+    def __init__(
+        self,
+        cfg: Config,
+        folder: RunFolder | None = None,
+        save_freq: int = 0,
+        world: World | None = None,
+        env_threads: int = 1,
+    ) -> None:
         self.cfg, self.folder, self.save_freq = cfg, folder, save_freq
+        self.world = world = world or World()
         torch.set_num_threads(cfg.threads)
-        torch.manual_seed(cfg.seed)
-        self.rng = np.random.default_rng(cfg.seed)
-        self.envs = [gym.make(cfg.env_id).unwrapped for _ in range(cfg.n_envs)]
-        self.eval_envs = [gym.make(cfg.env_id).unwrapped for _ in range(min(cfg.n_envs, cfg.eval_episodes))]
-        self.horizon = int(self.envs[0].max_steps)
-        space = self.envs[0].observation_space
+        torch.manual_seed(cfg.seed)  # the same initial networks on every worker
+        # Worker 0 draws what the one-process run draws; worker r > 0 the seed's r-th child streams.
+        rank = world.rank
+        self.rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(rank, 0) if rank else ()))
+        storage_seed = np.random.SeedSequence(cfg.seed, spawn_key=(rank, 1) if rank else ())
+        # This worker's envs [lo, hi) of the global n_envs; its shares of the batch and of the buffer
+        # follow its share of the envs (so each transition is as likely to be sampled at any world size).
+        lo, hi = world.share(cfg.n_envs)
+        self.n_local = hi - lo
+        self.batch_local = part(cfg.batch_size, lo, hi, cfg.n_envs)
+        self.envs = gym.make_vec(
+            cfg.env_id, num_envs=self.n_local, vectorization_mode="vector_entry_point", num_threads=env_threads
+        )
+        self.eval_lo, eval_hi = world.share(cfg.eval_episodes)
+        self.eval_local = eval_hi - self.eval_lo
+        self.eval_envs = [gym.make(cfg.env_id).unwrapped for _ in range(min(self.n_local, self.eval_local))]
+        self.horizon = int(self.envs.max_steps)
+        space = self.envs.single_observation_space
         obs_dim, goal_dim = space["observation"].shape[0], space["desired_goal"].shape[0]
-        act_space = self.envs[0].action_space
-        self.agent = Agent(cfg, obs_dim, goal_dim, act_space.shape[0])
+        act_space = self.envs.single_action_space
+        self.agent = Agent(cfg, obs_dim, goal_dim, act_space.shape[0], world, self.batch_local / cfg.batch_size)
         self.storage = HerStorage(
-            cfg.buffer_size, space, act_space, self.envs[0].compute_reward, n_envs=cfg.n_envs,
-            n_sampled_goal=cfg.n_sampled_goal, goal_selection_strategy="future", seed=cfg.seed,
+            part(cfg.buffer_size, lo, hi, cfg.n_envs), space, act_space, self.envs.compute_reward,
+            n_envs=self.n_local, n_sampled_goal=cfg.n_sampled_goal, goal_selection_strategy="future",
+            seed=storage_seed,
         )  # fmt: skip
         self.epoch = self.cycle = self.updates = 0
         self.saved_epoch = 0  # the epoch of the last whole checkpoint (0: none yet)
         self.rows: list[dict[str, Any]] = []  # the curve: one row per epoch (kept in checkpoints)
-        self.reset_seeds: list[int] | None = [cfg.seed * 100_003 + i for i in range(cfg.n_envs)]
+        # Env i of the global n_envs starts from the same seed at every world size.
+        self.reset_seeds: list[int] | None = [cfg.seed * 100_003 + i for i in range(lo, hi)]
         self.times = dict.fromkeys(TIMERS, 0.0)
         self.wall0, self.cpu0 = 0.0, 0.0  # wall and CPU seconds spent before this process (resume)
 
@@ -305,20 +375,15 @@ class Trainer:
     def collect(self) -> None:
         """One episode in every env, stored step by step; normalisers updated as HER samples."""
         t0, spent = time.perf_counter(), 0.0  # spent: seconds counted as act or env
-        seeds = self.reset_seeds or [None] * len(self.envs)
+        obs, _ = self.envs.reset(seed=self.reset_seeds)  # later cycles go on with each env's own stream
         self.reset_seeds = None
-        obs = _stack([env.reset(seed=s)[0] for env, s in zip(self.envs, seeds, strict=True)])
         episode_obs, achieved = [], []
         for _ in range(self.horizon):
             t1 = time.perf_counter()
             action = self.explore(obs["observation"], obs["desired_goal"])
             t2 = time.perf_counter()
-            results = [env.step(a) for env, a in zip(self.envs, action, strict=True)]
+            nxt, rewards, terminated, truncated, _ = self.envs.step(action)
             t3 = time.perf_counter()
-            nxt = _stack([r[0] for r in results])
-            rewards = np.array([r[1] for r in results], np.float32)
-            terminated = np.array([r[2] for r in results])
-            truncated = np.array([r[3] for r in results])
             self.storage.add(obs, action, rewards, terminated, truncated, None, nxt)
             episode_obs.append(obs["observation"])
             achieved.append(nxt["achieved_goal"])
@@ -326,45 +391,57 @@ class Trainer:
             self.times["act"] += t2 - t1
             self.times["env"] += t3 - t2
             spent += t3 - t1
-            if (terminated | truncated).all():
+            if (terminated | truncated).all():  # Fetch episodes all end together, by truncation
                 break
         goals = np.repeat(obs["desired_goal"][:, None], len(episode_obs), axis=1)
         relabel, use = future_goals(np.stack(achieved, axis=1), self.rng, self.storage.her_ratio)
         goals[use] = relabel[use]
-        self.agent.o_norm.update(np.clip(np.stack(episode_obs, 1), -self.cfg.clip_obs, self.cfg.clip_obs))
-        self.agent.g_norm.update(np.clip(goals, -self.cfg.clip_obs, self.cfg.clip_obs))
+        o_norm, g_norm = self.agent.o_norm, self.agent.g_norm
+        o_stats = o_norm.stats(np.clip(np.stack(episode_obs, 1), -self.cfg.clip_obs, self.cfg.clip_obs))
+        g_stats = g_norm.stats(np.clip(goals, -self.cfg.clip_obs, self.cfg.clip_obs))
+        t1 = time.perf_counter()
+        stats = self.world.sum_array(np.concatenate([o_stats, g_stats]))  # every worker's episodes
+        self.times["sync"] += time.perf_counter() - t1
+        spent += time.perf_counter() - t1
+        o_norm.add(stats[: o_stats.size])
+        g_norm.add(stats[o_stats.size :])
         self.times["store"] += time.perf_counter() - t0 - spent  # storage, resets, normalisers
 
     def train(self) -> None:
         for _ in range(self.cfg.n_batches):
             t0 = time.perf_counter()
-            batch = self.storage.sample_arrays(self.cfg.batch_size)
+            batch = self.storage.sample_arrays(self.batch_local)  # this worker's share of the batch
             t1 = time.perf_counter()
+            synced = self.agent.sync_s
             self.agent.update(batch)
             self.times["sample"] += t1 - t0
-            self.times["update"] += time.perf_counter() - t1
+            self.times["sync"] += self.agent.sync_s - synced
+            self.times["update"] += time.perf_counter() - t1 - (self.agent.sync_s - synced)
             self.updates += 1
         self.agent.update_targets()
 
     def evaluate(self, base: int | None = None) -> float:
         """Success rate of the greedy policy over ``eval_episodes`` episodes seeded ``base``, ``base + 1``, ...
 
-        By default the seeds depend on the epoch and lie apart from training's.
+        By default the seeds depend on the epoch and lie apart from training's. The workers share the
+        episodes (the same seeds at every world size) and sum their successes.
         """
         t0 = time.perf_counter()
         successes: list[float] = []
         if base is None:
             base = 10**9 + self.cfg.seed * 10_007 + self.epoch * 1_009
-        while len(successes) < self.cfg.eval_episodes:
-            envs = self.eval_envs[: self.cfg.eval_episodes - len(successes)]
+        base += self.eval_lo
+        while len(successes) < self.eval_local:
+            envs = self.eval_envs[: self.eval_local - len(successes)]
             obs = _stack([env.reset(seed=base + len(successes) + i)[0] for i, env in enumerate(envs)])
             for _ in range(self.horizon):
                 action = self.policy(obs["observation"], obs["desired_goal"])
                 results = [env.step(a) for env, a in zip(envs, action, strict=True)]
                 obs = _stack([r[0] for r in results])
             successes += [float(r[4]["is_success"]) for r in results]
+        total = self.world.sum_array(np.array([sum(successes)]))[0]
         self.times["eval"] += time.perf_counter() - t0
-        return float(np.mean(successes))
+        return float(total / self.cfg.eval_episodes)
 
     # ------------------------------------------------------------------ loop
     def run(self, log: bool = True) -> float:
@@ -387,7 +464,7 @@ class Trainer:
             self.rows.append(row)
             if self.folder is not None:
                 self.folder.write("eval.csv", csv_text(self.rows))
-            if log:
+            if log and self.world.rank == 0:
                 print(f"epoch {self.epoch:3d}  steps {row['env_steps']:8d}  success {success:.3f}  "
                       f"wall {wall:7.0f}s  cpu {cpu:7.0f}s", flush=True)  # fmt: skip
             if self.save_freq and (self.epoch % self.save_freq == 0 or self.epoch == cfg.epochs):
@@ -399,59 +476,139 @@ class Trainer:
         return success
 
     # ------------------------------------------------------------------ checkpoints
+    def _shared_state(self) -> dict[str, Any]:
+        """What every worker holds alike: the networks, optimisers, normalisers, counters and the curve."""
+        return {"agent": self.agent.state_dict(), "epoch": self.epoch, "updates": self.updates,
+                "times": self.times, "wall0": self.wall0, "cpu0": self.cpu0, "reset_seeds": self.reset_seeds,
+                "rows": self.rows}  # fmt: skip
+
+    def _worker_files(self) -> tuple[bytes, bytes]:
+        """This worker's own state as ``(storage.pkl, envs.pkl)`` bytes: its storage shard; its envs and
+        random states. At a cycle boundary every env is about to be reset, and a Fetch reset
+        (mj_resetData, then draws from its generator) depends on nothing else, so the pickled envs carry
+        all there is of them."""
+        reward_fn, self.storage.reward_fn = self.storage.reward_fn, None  # not the env behind it
+        try:
+            storage = pickle.dumps(self.storage, protocol=5)
+        finally:
+            self.storage.reward_fn = reward_fn
+        mine = {"envs": self.envs, "rng": self.rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
+        return storage, pickle.dumps(mine, protocol=5)
+
     def save(self) -> None:
-        """Write checkpoint ``checkpoints/<epoch>/`` as one unit (``RunFolder.save_checkpoint``)."""
+        """Write checkpoint ``checkpoints/<epoch>/`` as one unit (``RunFolder.save_checkpoint``).
+
+        Rank 0 writes it all: ``agent.pt`` (the shared state), its own ``storage.pkl`` and ``envs.pkl``,
+        and worker r's ``storage-<r>.pkl`` and ``envs-<r>.pkl``, which that worker sends it; only rank 0
+        touches the folder, so workers on other machines need no shared file system.
+        """
+        files = self._worker_files()
+        if self.world.rank > 0:
+            for data in files:
+                self.world.send_bytes(data, 0)
+            self.saved_epoch = self.epoch
+            return
         assert self.folder is not None
-        state = {"agent": self.agent.state_dict(), "rng": self.rng.bit_generator.state,
-                 "torch_rng": torch.get_rng_state(), "epoch": self.epoch, "updates": self.updates,
-                 "times": self.times, "wall0": self.wall0, "cpu0": self.cpu0,
-                 "reset_seeds": self.reset_seeds, "rows": self.rows}  # fmt: skip
+        received: dict[int, tuple[bytes, bytes]] = {}
+        unheard = set(range(1, self.world.size))
 
-        def storage(path: Path) -> None:
-            reward_fn, self.storage.reward_fn = self.storage.reward_fn, None  # not the env behind it
-            try:
-                with path.open("wb") as f:
-                    pickle.dump(self.storage, f, protocol=5)
-            finally:
-                self.storage.reward_fn = reward_fn
+        def receive(rank: int, index: int) -> Any:
+            def write(path: Path) -> None:
+                if rank in unheard:
+                    received[rank] = self.world.recv_bytes(rank), self.world.recv_bytes(rank)
+                    unheard.discard(rank)
+                path.write_bytes(received[rank][index])
+                if index == 1:
+                    del received[rank]  # written: let the memory go
 
-        # At a cycle boundary every env is about to be reset, and a Fetch reset (mj_resetData, then
-        # draws from np_random) depends on nothing else: the random generators are the envs' state.
-        rngs = [env.np_random for env in self.envs]
-        files = {
+            return write
+
+        state = self._shared_state()
+        writers: dict[str, Any] = {
             "agent.pt": lambda path: torch.save(state, path),
-            "storage.pkl": storage,
-            "envs.pkl": lambda path: path.write_bytes(pickle.dumps(rngs, protocol=5)),
+            "storage.pkl": lambda path: path.write_bytes(files[0]),
+            "envs.pkl": lambda path: path.write_bytes(files[1]),
         }
-        self.folder.save_checkpoint(self.epoch, files, {"epoch": self.epoch, "config": asdict(self.cfg)})
+        for rank in range(1, self.world.size):
+            writers[f"storage-{rank}.pkl"] = receive(rank, 0)
+            writers[f"envs-{rank}.pkl"] = receive(rank, 1)
+        meta = {"epoch": self.epoch, "config": asdict(self.cfg), "world_size": self.world.size}
+        self.folder.save_checkpoint(self.epoch, writers, meta)
+        for rank in sorted(unheard):  # the checkpoint existed already: nothing was written
+            self.world.recv_bytes(rank), self.world.recv_bytes(rank)
         self.saved_epoch = self.epoch
 
-    def load(self, checkpoint: Checkpoint) -> None:
-        """Take up the state of ``checkpoint`` (already checked whole); a file that does not fit is one line."""
+    def load(self, checkpoint: Checkpoint) -> list[tuple[bytes, bytes]]:
+        """Take up rank 0's part of ``checkpoint`` (already checked whole); a file that does not fit is one line.
+
+        Returns every other worker's ``(storage, envs)`` bytes, each checked to fit that worker, for
+        :meth:`hand_out`.
+        """
         state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
+        self._take_shared(state, checkpoint)
+        others = []
+        for rank in range(self.world.size):
+            suffix = f"-{rank}" if rank else ""
+            names = (f"storage{suffix}.pkl", f"envs{suffix}.pkl")
+            data = tuple(checkpoint.load(name, lambda path: path.read_bytes()) for name in names)
+            storage, mine = self._fitting(data, rank, checkpoint, names)
+            if rank == 0:
+                self._take_own(storage, mine)
+            else:
+                others.append(data)
+        self.saved_epoch = self.epoch
+        return others
+
+    def hand_out(self, others: list[tuple[bytes, bytes]]) -> None:
+        """Rank 0 gives each worker its part of the checkpoint just loaded (the others call :meth:`take`)."""
+        self.world.broadcast(self._shared_state())
+        for rank, (storage, mine) in enumerate(others, start=1):
+            self.world.send_bytes(storage, rank)
+            self.world.send_bytes(mine, rank)
+
+    def take(self) -> None:
+        """A worker r > 0 takes up its part of the checkpoint rank 0 loaded (rank 0 checked it)."""
+        self._take_shared(self.world.broadcast(), None)
+        storage, mine = self.world.recv_bytes(0), self.world.recv_bytes(0)
+        self._take_own(pickle.loads(storage), pickle.loads(mine))
+        self.saved_epoch = self.epoch
+
+    def _take_shared(self, state: dict[str, Any], checkpoint: Checkpoint | None) -> None:
         try:
             self.agent.load_state_dict(state["agent"])
-            self.rng.bit_generator.state = state["rng"]
-            torch.set_rng_state(state["torch_rng"])
             for key in ("epoch", "updates", "times", "wall0", "cpu0", "reset_seeds", "rows"):
                 setattr(self, key, state[key])
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            if checkpoint is None:
+                raise
             raise checkpoint.unfit("agent.pt", exc) from None
-        rngs = checkpoint.load("envs.pkl", lambda path: pickle.loads(path.read_bytes()))
-        if not isinstance(rngs, list) or len(rngs) != len(self.envs):
-            raise checkpoint.unfit("envs.pkl", f"holds no list of {len(self.envs)} generators")
-        for env, rng in zip(self.envs, rngs, strict=True):
-            env.np_random = rng
-        storage = checkpoint.load("storage.pkl", lambda path: pickle.loads(path.read_bytes()))
+
+    def _fitting(
+        self, data: tuple[bytes, ...], rank: int, checkpoint: Checkpoint, names: tuple[str, str]
+    ) -> tuple[HerStorage, dict[str, Any]]:
+        """Worker ``rank``'s storage and envs from their bytes, checked to fit that worker of this run."""
+        n_envs = World(rank, self.world.size).share(self.cfg.n_envs)
+        n_local = n_envs[1] - n_envs[0]
+        storage = checkpoint.load(names[0], lambda path: pickle.loads(data[0]))
         if not isinstance(storage, HerStorage):
-            raise checkpoint.unfit("storage.pkl", "holds no HerStorage")
+            raise checkpoint.unfit(names[0], "holds no HerStorage")
         try:
-            storage.check_spaces(self.envs[0].observation_space, self.envs[0].action_space, self.cfg.n_envs)
+            storage.check_spaces(self.envs.single_observation_space, self.envs.single_action_space, n_local)
         except ValueError as exc:
-            raise checkpoint.unfit("storage.pkl", exc) from None
+            raise checkpoint.unfit(names[0], exc) from None
+        mine = checkpoint.load(names[1], lambda path: pickle.loads(data[1]))
+        envs = mine.get("envs") if isinstance(mine, dict) else None
+        if not isinstance(envs, type(self.envs)) or envs.num_envs != n_local or envs.spec != self.envs.spec:
+            raise checkpoint.unfit(names[1], f"holds no {n_local} {self.cfg.env_id} envs and random states")
+        return storage, mine
+
+    def _take_own(self, storage: HerStorage, mine: dict[str, Any]) -> None:
+        self.envs.close()
+        self.envs = mine["envs"]
+        self.rng.bit_generator.state = mine["rng"]
+        torch.set_rng_state(mine["torch_rng"])
+        storage.reward_fn = self.envs.compute_reward
         self.storage = storage
-        self.storage.reward_fn = self.envs[0].compute_reward
-        self.saved_epoch = self.epoch
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:
@@ -525,6 +682,9 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--profile", action="store_true", help="print where the time went")
     parser.add_argument("--no-gif", action="store_true", help="skip the GIF of the trained policy")
     parser.add_argument(
+        "--env-threads", type=int, default=1, help="threads stepping each worker's envs' physics (default 1)"
+    )
+    parser.add_argument(
         "--evaluate",
         type=int,
         metavar="N",
@@ -577,10 +737,32 @@ def read_config(run_dir: Path) -> dict[str, Any]:
     return saved
 
 
-def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace]:
+def check_world(cfg: Config, world: World, horizon: int, where: str) -> None:
+    """Raise :class:`RunError` unless every worker gets at least one env, one sample per batch and room
+    for its envs' episodes (``where``: the option the buffer size came from)."""
+    if world.size > cfg.n_envs:
+        raise RunError(
+            f"--n-envs: {cfg.n_envs} envs cannot be shared by {world.size} workers; accepted: n_envs >= the "
+            f"number of workers ({world.size}), or fewer workers"
+        )
+    for rank in range(world.size):
+        lo, hi = World(rank, world.size).share(cfg.n_envs)
+        if part(cfg.batch_size, lo, hi, cfg.n_envs) < 1:
+            raise RunError(
+                f"--batch-size: {cfg.batch_size} cannot be shared by {world.size} workers; accepted: "
+                f"batch_size >= n_envs ({cfg.n_envs})"
+            )
+        check_capacity(part(cfg.buffer_size, lo, hi, cfg.n_envs), hi - lo, horizon,
+                       where + (f" (the share of worker {rank} of {world.size})" if world.size > 1 else ""))  # fmt: skip
+
+
+def parse_args(argv: list[str] | None, world: World | None = None) -> tuple[Config, Path, argparse.Namespace]:
     """The run's settings and folder, every value checked; writes nothing (errors: :class:`RunError`)."""
+    world = world or World()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.env_threads < 1:
+        raise RunError(f"--env-threads: {args.env_threads} is not accepted; accepted: an integer >= 1")
     values = {f.name: getattr(args, f.name) for f in fields(Config) if getattr(args, f.name) is not None}
     check_config(values, "option")
     if args.save_freq < 0:
@@ -589,6 +771,11 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
         )
     if args.evaluate is not None and args.evaluate < 1:
         raise RunError(f"--evaluate: {args.evaluate} is not accepted; accepted: an integer >= 1")
+    if args.evaluate is not None and world.size > 1:
+        raise RunError(
+            f"--evaluate: runs in one process, not under torchrun ({world.size} workers); accepted: "
+            f"python examples/her_ddpg.py --resume {args.resume} --evaluate {args.evaluate}"
+        )
     if args.resume is not None:
         if args.output is not None and args.output.resolve() != args.resume.resolve():
             raise RunError(
@@ -630,7 +817,7 @@ def parse_args(argv: list[str] | None) -> tuple[Config, Path, argparse.Namespace
     probe = gym.make(env_id)  # the episode length: Fetch envs truncate themselves
     horizon = int(probe.unwrapped.max_steps)
     probe.close()
-    check_capacity(cfg.buffer_size, cfg.n_envs, horizon, where)
+    check_world(cfg, world, horizon, where)
     out = args.output or Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"
     RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
     return cfg, out, args
@@ -657,8 +844,11 @@ def evaluate_checkpoint(cfg: Config, out: Path, episodes: int) -> float:
     return trainer.evaluate(base=2 * 10**9)
 
 
-def start(cfg: Config, out: Path, args: argparse.Namespace, argv: list[str]) -> tuple[RunFolder, Trainer]:
-    """Lock the run folder (new, or the one resumed), write config.json and commands.txt, build the trainer.
+def start(
+    cfg: Config, out: Path, args: argparse.Namespace, argv: list[str], world: World
+) -> tuple[RunFolder, Trainer, list[tuple[bytes, bytes]]]:
+    """Rank 0: lock the run folder (new, or the one resumed), write config.json and commands.txt, build
+    the trainer; returns with it the other workers' parts of the checkpoint resumed (empty when new).
 
     What is refused after the lock is taken releases it (``main`` may be called again in this process).
     """
@@ -667,16 +857,19 @@ def start(cfg: Config, out: Path, args: argparse.Namespace, argv: list[str]) -> 
     else:
         folder = RunFolder.open(out, outputs=OUTPUTS, script=SCRIPT)
     try:
-        return folder, _take_up(folder, cfg, args, argv)
+        return folder, *_take_up(folder, cfg, args, argv, world)
     except BaseException:
         folder.close()
         raise
 
 
-def _take_up(folder: RunFolder, cfg: Config, args: argparse.Namespace, argv: list[str]) -> Trainer:
+def _take_up(
+    folder: RunFolder, cfg: Config, args: argparse.Namespace, argv: list[str], world: World
+) -> tuple[Trainer, list[tuple[bytes, bytes]]]:
     """The trainer of a locked folder: a new run's, or the resumed one's at its latest checkpoint."""
     out = folder.path
-    commands = " ".join(["python", "examples/her_ddpg.py", *argv]) + "\n"
+    launcher = "python" if world.size == 1 else f"torchrun (world size {world.size})"
+    commands = " ".join([launcher, "examples/her_ddpg.py", *argv]) + "\n"
     checkpoint = None
     if args.resume is not None:
         checkpoint = folder.latest_checkpoint()
@@ -686,8 +879,15 @@ def _take_up(folder: RunFolder, cfg: Config, args: argparse.Namespace, argv: lis
                 f"start it again with --output {out} --force"
             )
         saved, done = checkpoint.meta.get("config", {}), checkpoint.meta.get("epoch")
-        if not isinstance(saved, dict) or type(done) is not int:
-            raise checkpoint.unfit("MANIFEST.json", "its meta holds no config and epoch")
+        workers = checkpoint.meta.get("world_size", 1)
+        if not isinstance(saved, dict) or type(done) is not int or type(workers) is not int:
+            raise checkpoint.unfit("MANIFEST.json", "its meta holds no config, epoch and world size")
+        if workers != world.size:
+            raise RunError(
+                f"--resume: {out} was trained by {workers} worker{'s' if workers > 1 else ''}, this launch has "
+                f"{world.size}; accepted: the same number ({_launch(workers)}): the replay storage and envs are "
+                "split between the workers"
+            )
         changed = sorted(
             k for k, v in asdict(cfg).items() if k not in ("epochs", "threads") and saved.get(k) != v
         )
@@ -700,29 +900,49 @@ def _take_up(folder: RunFolder, cfg: Config, args: argparse.Namespace, argv: lis
             raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
         path = out / "commands.txt"
         commands = (path.read_text() if path.is_file() else "") + commands
-    trainer = Trainer(cfg, folder, args.save_freq)
+    trainer = Trainer(cfg, folder, args.save_freq, world, args.env_threads)
+    others: list[tuple[bytes, bytes]] = []
     if checkpoint is not None:
-        trainer.load(checkpoint)  # before any write: a checkpoint that does not fit changes nothing
+        others = trainer.load(checkpoint)  # before any write: a checkpoint that does not fit changes nothing
     folder.write("config.json", json.dumps(asdict(cfg), indent=2) + "\n")  # --epochs may have grown
     folder.write("commands.txt", commands)  # every command that wrote to this run, in order
     if checkpoint is not None:
         folder.write("eval.csv", csv_text(trainer.rows))  # drops rows written after the checkpoint
         print(f"resumed {out} at epoch {trainer.epoch}", flush=True)
-    return trainer
+    return trainer, others
 
 
-def _train(argv: list[str], progress: dict[str, Any]) -> float:
-    cfg, out, args = parse_args(argv)
-    progress["out"] = out
-    if args.evaluate is not None:
-        success = evaluate_checkpoint(cfg, out, args.evaluate)
-        print(f"{out}: success rate {success:.3f} over {args.evaluate} episodes")
-        return success
-    folder, trainer = start(cfg, out, args, argv)
+def _launch(workers: int) -> str:
+    if workers == 1:
+        return "python examples/her_ddpg.py"
+    return f"torchrun with {workers} workers in all, e.g. torchrun --nproc-per-node {workers} examples/her_ddpg.py"
+
+
+def _train(argv: list[str], progress: dict[str, Any], world: World) -> float:
+    if world.rank > 0:
+        return _follow(argv, progress, world)
+    try:
+        cfg, out, args = parse_args(argv, world)
+        progress["out"] = out
+        if args.evaluate is not None:
+            success = evaluate_checkpoint(cfg, out, args.evaluate)
+            print(f"{out}: success rate {success:.3f} over {args.evaluate} episodes")
+            return success
+        folder, trainer, others = start(cfg, out, args, argv, world)
+    except BaseException:
+        _tell_stopped(world)
+        raise
     progress["trainer"] = trainer
     with folder:
+        if world.size > 1:
+            world.broadcast({"config": cfg, "save_freq": args.save_freq, "resumed": args.resume is not None})
+            if args.resume is not None:
+                trainer.hand_out(others)
+            del others
         success = trainer.run()
         title = cfg.env_id.split("/")[-1] + f" DDPG+HER, seed {cfg.seed}"
+        if world.size > 1:
+            title += f", {world.size} workers"
         if trainer.rows:
             folder.write("success.png", plot(trainer.rows, title))
         if not args.no_gif:
@@ -735,15 +955,48 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
     return success
 
 
+def _tell_stopped(world: World) -> None:
+    """Rank 0 refused to start (its line says why): let the other workers, waiting for it, stop too."""
+    if world.size > 1:
+        try:
+            world.broadcast(None)
+        except RunError:  # they are gone already
+            pass
+
+
+def _follow(argv: list[str], progress: dict[str, Any], world: World) -> float:
+    """A worker r > 0: the run as rank 0 set it up (settings, and the checkpoint resumed), then its share."""
+    go = world.broadcast()
+    if go is None:
+        raise SystemExit(2)  # rank 0 refused the run and said why
+    args = build_parser().parse_args(argv)  # rank 0 accepted it: this worker reads its --env-threads
+    trainer = Trainer(go["config"], None, go["save_freq"], world, args.env_threads)
+    progress["trainer"] = trainer
+    if go["resumed"]:
+        trainer.take()
+    return trainer.run(log=False)
+
+
 def main(argv: list[str] | None = None) -> float:
     """Train, resume or evaluate a run; returns the final success rate.
 
     A user's mistake (or a damaged file) ends with one line and exit status 2; Ctrl-C or SIGTERM with one
     line saying where to resume from and status 130; a failed write (a full disk) with one line and 1.
+    Under ``torchrun`` rank 0 says these lines; a worker that loses another says so and exits with 1.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     progress: dict[str, Any] = {}
-    return run_main(SCRIPT, lambda: _train(argv, progress), lambda: _where(progress))
+
+    def body() -> float:
+        world = World.from_env()
+        progress["world"] = world
+        try:
+            return _train(argv, progress, world)
+        finally:
+            world.close()
+
+    follower = os.environ.get("RANK", "0") not in ("", "0")
+    return run_main(SCRIPT, body, lambda: _where(progress), quiet_interrupt=follower)
 
 
 def _where(progress: dict[str, Any]) -> str:
@@ -753,8 +1006,9 @@ def _where(progress: dict[str, Any]) -> str:
         return "before training started"
     where = f"at epoch {trainer.epoch}, cycle {trainer.cycle}"
     if trainer.saved_epoch:
+        launch = "python examples/her_ddpg.py" if trainer.world.size == 1 else "torchrun ... examples/her_ddpg.py"
         return (f"{where}; go on from the checkpoint of epoch {trainer.saved_epoch} with: "
-                f"python examples/her_ddpg.py --resume {progress['out']}")  # fmt: skip
+                f"{launch} --resume {progress.get('out')}")  # fmt: skip
     return f"{where}; no checkpoint was written yet (--save-freq), so a rerun starts over with --force"
 
 

@@ -196,7 +196,9 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def run_main(script: str, body: Callable[[], _T], where: Callable[[], str]) -> _T:
+def run_main(
+    script: str, body: Callable[[], _T], where: Callable[[], str], quiet_interrupt: bool = False
+) -> _T:
     """Run a training script's ``body`` and end it the same way in every script.
 
     A :class:`RunError` (a user's mistake, a damaged or busy folder) prints one line and exits with
@@ -209,9 +211,10 @@ def run_main(script: str, body: Callable[[], _T], where: Callable[[], str]) -> _
             return body()
     except RunError as exc:
         print(f"{script}: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+        raise SystemExit(getattr(exc, "exit_code", 2)) from None
     except KeyboardInterrupt:
-        print(f"{script}: interrupted {where()}", file=sys.stderr)
+        if not quiet_interrupt:
+            print(f"{script}: interrupted {where()}", file=sys.stderr)
         raise SystemExit(130) from None
     except OSError as exc:
         if exc.errno is None:
