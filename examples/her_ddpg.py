@@ -45,9 +45,10 @@ import os
 import pickle
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -64,7 +65,7 @@ from runfolder import (  # examples/runfolder.py (examples/ is on sys.path)
     write_atomic,
 )
 from torch import nn
-from workers import World
+from workers import Summing, World
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from her import HerStorage
@@ -189,6 +190,10 @@ class MLP(nn.Module):
         return self.head(h.float())
 
 
+Prepared = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+_T = TypeVar("_T")
+
+
 def flat_grads(module: nn.Module) -> torch.Tensor:
     """One zeroed buffer holding every gradient of ``module`` (each parameter's ``.grad`` a view into it),
     so the workers sum them in one call; backward accumulates into the views in place."""
@@ -229,16 +234,24 @@ class Agent:
         if self.world.size > 1:
             self.grads = (flat_grads(self.critic), flat_grads(self.actor))
 
-    def _step(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> None:
-        """Backward and one Adam step, on the gradient summed over the workers."""
+    def _backward(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> Summing | None:
+        """The gradients of ``loss``; with other workers, their sum started (finished by :meth:`_step`)."""
         if self.grads is None:
             opt.zero_grad(set_to_none=True)
             loss.backward()
-        else:
-            opt.zero_grad(set_to_none=False)  # keeps the .grad views into the flat buffer
-            loss.backward()
+            return None
+        opt.zero_grad(set_to_none=False)  # keeps the .grad views into the flat buffer
+        loss.backward()
+        t0 = time.perf_counter()
+        summing = self.world.start_sum(self.grads[which].mul_(self.share))
+        self.sync_s += time.perf_counter() - t0
+        return summing
+
+    def _step(self, opt: torch.optim.Optimizer, summing: Summing | None) -> None:
+        """One Adam step, once the gradients' sum over the workers is in."""
+        if summing is not None:
             t0 = time.perf_counter()
-            self.world.sum_(self.grads[which].mul_(self.share))
+            summing.wait()
             self.sync_s += time.perf_counter() - t0
         opt.step()
 
@@ -253,8 +266,10 @@ class Agent:
         with torch.no_grad():
             return torch.tanh(self.actor(self.inputs(obs, goal))).numpy()
 
-    def update(self, batch: dict[str, Any]) -> None:
-        """One critic and one actor Adam step on a sampled batch."""
+    def prepare(self, batch: dict[str, Any]) -> Prepared:
+        """A sampled batch as the update's tensors: the inputs ``x`` (B, obs_dim + goal_dim), actions ``a``
+        (B, act_dim) and the critic's clipped targets (B, 1), from the target networks (which move only
+        between cycles, so a batch may be prepared while the previous update is still under way)."""
         obs, nxt = batch["observations"], batch["next_observations"]
         x = self.inputs(obs["observation"], obs["desired_goal"])
         x2 = self.inputs(nxt["observation"], nxt["desired_goal"])
@@ -264,14 +279,28 @@ class Agent:
         with torch.no_grad():
             q2 = self.critic_target(torch.cat([x2, torch.tanh(self.actor_target(x2))], 1))
             target = (r + self.cfg.gamma * not_done * q2).clamp_(-self.clip_return, 0.0)
-        critic_loss = (self.critic(torch.cat([x, a], 1)) - target).pow(2).mean()
-        self._step(critic_loss, self.critic_opt, 0)
+        return x, a, target
 
-        pi = torch.tanh(self.actor(x))
+    def update(self, batch: dict[str, Any] | Prepared, meanwhile: Callable[[], _T] | None = None) -> _T | None:
+        """One critic and one actor Adam step on a sampled (or prepared) batch; returns ``meanwhile()``.
+
+        With other workers, the work that does not need the summed gradients runs while they travel:
+        the actor's forward pass during the critic's sum, ``meanwhile()`` (the next batch) during the
+        actor's. Alone, the same operations run in the same order of dependence: the same result.
+        """
+        x, a, target = batch if isinstance(batch, tuple) else self.prepare(batch)
+        critic_loss = (self.critic(torch.cat([x, a], 1)) - target).pow(2).mean()
+        summing = self._backward(critic_loss, self.critic_opt, 0)
+        pi = torch.tanh(self.actor(x))  # the actor is not moved by the critic's step
+        self._step(self.critic_opt, summing)
+
         self.critic.requires_grad_(False)  # the actor's step needs no critic weight gradients
         actor_loss = -self.critic(torch.cat([x, pi], 1)).mean() + self.cfg.action_l2 * pi.pow(2).mean()
         self.critic.requires_grad_(True)
-        self._step(actor_loss, self.actor_opt, 1)
+        summing = self._backward(actor_loss, self.actor_opt, 1)
+        result = meanwhile() if meanwhile is not None else None
+        self._step(self.actor_opt, summing)
+        return result
 
     def update_targets(self) -> None:
         with torch.no_grad():
@@ -407,18 +436,25 @@ class Trainer:
         g_norm.add(stats[o_stats.size :])
         self.times["store"] += time.perf_counter() - t0 - spent  # storage, resets, normalisers
 
+    def sample(self) -> Prepared:
+        """This worker's share of a batch, sampled and prepared."""
+        t0 = time.perf_counter()
+        batch = self.storage.sample_arrays(self.batch_local)
+        self.times["sample"] += time.perf_counter() - t0
+        return self.agent.prepare(batch)
+
     def train(self) -> None:
-        for _ in range(self.cfg.n_batches):
-            t0 = time.perf_counter()
-            batch = self.storage.sample_arrays(self.batch_local)  # this worker's share of the batch
-            t1 = time.perf_counter()
-            synced = self.agent.sync_s
-            self.agent.update(batch)
-            self.times["sample"] += t1 - t0
-            self.times["sync"] += self.agent.sync_s - synced
-            self.times["update"] += time.perf_counter() - t1 - (self.agent.sync_s - synced)
+        """``n_batches`` updates, then the target networks move; each next batch is prepared during the
+        previous update's gradient sum (the target networks stay fixed until the cycle's last update)."""
+        t0, synced, sampled = time.perf_counter(), self.agent.sync_s, self.times["sample"]
+        batch = self.sample()
+        for i in range(self.cfg.n_batches):
+            batch = self.agent.update(batch, self.sample if i + 1 < self.cfg.n_batches else None)
             self.updates += 1
         self.agent.update_targets()
+        self.times["sync"] += self.agent.sync_s - synced
+        self.times["update"] += (time.perf_counter() - t0 - (self.agent.sync_s - synced)
+                                 - (self.times["sample"] - sampled))  # fmt: skip
 
     def evaluate(self, base: int | None = None) -> float:
         """Success rate of the greedy policy over ``eval_episodes`` episodes seeded ``base``, ``base + 1``, ...

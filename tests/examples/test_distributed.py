@@ -1,0 +1,214 @@
+"""her_ddpg.py's workers on torch.distributed, launched with the real ``torchrun`` (gloo, on localhost).
+
+Shares, resume of a distributed run bit for bit, the same result from one node x 2 workers and from two
+nodes x 1 worker, a refused world size, and a killed worker stopping the others.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("mujoco")
+pytest.importorskip("matplotlib")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+
+import her_ddpg  # noqa: E402
+from folder_checks import fails  # noqa: E402
+from runfolder import RunError  # noqa: E402
+from workers import World  # noqa: E402
+
+SCRIPT = str(EXAMPLES / "her_ddpg.py")
+PREFIX = "her_ddpg.py: error: "
+# Seconds of work: 4 envs (2 per worker), 3 cycles of 2 updates of batch 32 (16 per worker).
+TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "4", "--n-cycles", "3", "--n-batches", "2",
+        "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "4000",
+        "--eval-episodes", "5", "--save-freq", "1", "--no-gif"]  # fmt: skip
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def torchrun(args: list[str], workers: int = 2, nodes: int = 1, node_rank: int = 0, port: int | None = None,
+             wait: bool = True) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:  # fmt: skip
+    """``torchrun`` of her_ddpg.py: one node (``--standalone``) or node ``node_rank`` of ``nodes``."""
+    if nodes == 1:
+        launch = ["--standalone", "--nproc-per-node", str(workers)]
+    else:
+        launch = ["--nnodes", str(nodes), "--node-rank", str(node_rank), "--nproc-per-node", str(workers),
+                  "--master-addr", "127.0.0.1", "--master-port", str(port)]  # fmt: skip
+    cmd = [sys.executable, "-m", "torch.distributed.run", *launch, SCRIPT, *args]
+    if not wait:
+        return subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def _ok(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def _state(out: Path) -> tuple[dict, list[float], dict[str, bytes]]:
+    """The last checkpoint's networks and optimisers, the curve, and every worker's storage and envs."""
+    (last,) = sorted(p for p in (out / "checkpoints").iterdir() if p.name.isdigit())[-1:]
+    state = torch.load(last / "agent.pt", weights_only=False)
+    with (out / "eval.csv").open() as f:
+        success = [float(r["success_rate"]) for r in csv.DictReader(f)]
+    files = {p.name: p.read_bytes() for p in last.iterdir() if p.suffix == ".pkl"}
+    return state["agent"], success, files
+
+
+def _same_agent(a: dict, b: dict) -> None:
+    for net in ("actor", "critic", "actor_target", "critic_target"):
+        for key in a[net]:
+            assert torch.equal(a[net][key], b[net][key]), (net, key)
+    for opt in ("actor_opt", "critic_opt"):
+        for i, s in a[opt]["state"].items():
+            assert torch.equal(s["exp_avg"], b[opt]["state"][i]["exp_avg"])
+
+
+@pytest.fixture(scope="module")
+def two_worker_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist") / "whole"
+    _ok(torchrun([*TINY, "--epochs", "2", "--output", str(out)]))
+    return out
+
+
+# ------------------------------------------------------------------------------ shares
+
+
+def test_shares_partition_the_envs_batch_and_buffer() -> None:
+    for size in (1, 2, 3, 5):
+        worlds = [World(rank, size) for rank in range(size)]
+        envs = [w.share(16) for w in worlds]
+        assert envs[0][0] == 0 and envs[-1][1] == 16
+        assert all(a[1] == b[0] for a, b in zip(envs, envs[1:]))  # contiguous
+        assert [hi - lo for lo, hi in envs] == worlds[0].shares(16)
+        assert sum(her_ddpg.part(2048, lo, hi, 16) for lo, hi in envs) == 2048
+        assert sum(her_ddpg.part(1_000_000, lo, hi, 16) for lo, hi in envs) == 1_000_000
+    assert World(0, 1).share(16) == (0, 16)  # one worker: everything, as before workers existed
+
+
+def test_more_workers_than_envs_is_refused_before_anything_is_written(tmp_path) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(RunError) as exc:
+        her_ddpg.parse_args([*TINY, "--output", str(out)], World(0, 5))
+    assert str(exc.value) == (
+        "--n-envs: 4 envs cannot be shared by 5 workers; accepted: n_envs >= the number of workers (5), or "
+        "fewer workers"
+    )
+    with pytest.raises(RunError, match="^--evaluate: runs in one process, not under torchrun"):
+        her_ddpg.parse_args(["--resume", str(out), "--evaluate", "5"], World(0, 2))
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------------------ runs under torchrun
+
+
+def test_two_workers_write_one_checkpoint_and_the_same_networks(two_worker_run) -> None:
+    agent, success, files = _state(two_worker_run)
+    assert sorted(files) == ["envs-1.pkl", "envs.pkl", "storage-1.pkl", "storage.pkl"]
+    assert len(success) == 2
+    assert (two_worker_run / "commands.txt").read_text().startswith("torchrun (world size 2) examples/her_ddpg.py")
+
+
+def test_a_resumed_two_worker_run_is_the_uninterrupted_one_bit_for_bit(two_worker_run, tmp_path) -> None:
+    out = tmp_path / "split"
+    _ok(torchrun([*TINY, "--epochs", "1", "--output", str(out)]))
+    resumed = torchrun(["--resume", str(out), "--epochs", "2"])
+    _ok(resumed)
+    assert f"resumed {out} at epoch 1" in resumed.stdout
+    whole, split = _state(two_worker_run), _state(out)
+    _same_agent(whole[0], split[0])
+    assert whole[1] == split[1]
+    assert whole[2] == split[2]  # every worker's storage, envs and random states
+
+
+def test_one_node_of_two_workers_equals_two_nodes_of_one(two_worker_run, tmp_path) -> None:
+    out = tmp_path / "nodes"
+    port = _free_port()
+    nodes = [torchrun([*TINY, "--epochs", "2", "--output", str(out)], workers=1, nodes=2, node_rank=r, port=port,
+                      wait=False) for r in (0, 1)]  # fmt: skip
+    for node in nodes:
+        _, err = node.communicate(timeout=300)
+        assert node.returncode == 0, err[-3000:]
+    one, two = _state(two_worker_run), _state(out)
+    _same_agent(one[0], two[0])
+    assert one[1] == two[1]
+    assert one[2] == two[2]
+
+
+def test_another_world_size_on_resume_is_one_line(two_worker_run, tmp_path, capsys) -> None:
+    line = fails(capsys, her_ddpg.main, ["--resume", str(two_worker_run), "--epochs", "3"])
+    assert line == (
+        f"{PREFIX}--resume: {two_worker_run} was trained by 2 workers, this launch has 1; accepted: the same "
+        "number (torchrun with 2 workers in all, e.g. torchrun --nproc-per-node 2 examples/her_ddpg.py): the "
+        "replay storage and envs are split between the workers"
+    )
+    one = tmp_path / "one"
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(one)])
+    capsys.readouterr()
+    result = torchrun(["--resume", str(one), "--epochs", "2"])
+    assert result.returncode != 0
+    ours = [line for line in result.stderr.splitlines() if line.startswith(PREFIX)]
+    assert ours == [
+        f"{PREFIX}--resume: {one} was trained by 1 worker, this launch has 2; accepted: the same number "
+        "(python examples/her_ddpg.py): the replay storage and envs are split between the workers"
+    ]
+
+
+def _workers(launcher: int) -> dict[int, int]:
+    """``{rank: pid}`` of the workers a torchrun process started."""
+    found = {}
+    for child in Path("/proc").iterdir():
+        if not child.name.isdigit():
+            continue
+        try:
+            stat = (child / "stat").read_text()
+            environ = (child / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) != launcher:
+            continue
+        for item in environ:
+            if item.startswith(b"RANK="):
+                found[int(item[5:])] = int(child.name)
+    return found
+
+
+def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp_path) -> None:
+    out = tmp_path / "killed"
+    run = torchrun([*TINY, "--epochs", "1000", "--output", str(out)], wait=False)
+    deadline = time.monotonic() + 120
+    while not (out / "checkpoints").is_dir() or not any(p.name.isdigit() for p in (out / "checkpoints").iterdir()):
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1][-3000:]
+        time.sleep(0.2)
+    workers = _workers(run.pid)
+    assert sorted(workers) == [0, 1]
+    os.kill(workers[1], signal.SIGKILL)
+    killed = time.monotonic()
+    _, err = run.communicate(timeout=60)
+    assert time.monotonic() - killed < 15
+    assert run.returncode != 0
+    for pid in workers.values():  # no worker left behind
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+    ours = [line for line in err.splitlines() if line.startswith("her_ddpg.py: ")]
+    assert len(ours) <= 1, ours  # rank 0's one line (another worker lost, or interrupted), no traceback of ours
+    done = max(int(p.name) for p in (out / "checkpoints").iterdir() if p.name.isdigit())
+    resumed = torchrun(["--resume", str(out), "--epochs", str(done + 1)])
+    _ok(resumed)
+    assert f"resumed {out} at epoch {done}" in resumed.stdout
