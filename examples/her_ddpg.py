@@ -634,7 +634,7 @@ class Trainer:
             raise checkpoint.unfit(names[0], exc) from None
         mine = checkpoint.load(names[1], lambda path: pickle.loads(data[1]))
         envs = mine.get("envs") if isinstance(mine, dict) else None
-        if not isinstance(envs, type(self.envs)) or envs.num_envs != n_local or envs.spec != self.envs.spec:
+        if not isinstance(envs, type(self.envs)) or envs.num_envs != n_local or envs.spec.id != self.envs.spec.id:
             raise checkpoint.unfit(names[1], f"holds no {n_local} {self.cfg.env_id} envs and random states")
         return storage, mine
 
@@ -1024,7 +1024,7 @@ def main(argv: list[str] | None = None) -> float:
     progress: dict[str, Any] = {}
 
     def body() -> float:
-        world = World.from_env()
+        world = World.from_env(cores_each=_env_threads(argv))
         progress["world"] = world
         try:
             return _train(argv, progress, world)
@@ -1033,6 +1033,18 @@ def main(argv: list[str] | None = None) -> float:
 
     follower = os.environ.get("RANK", "0") not in ("", "0")
     return run_main(SCRIPT, body, lambda: _where(progress), quiet_interrupt=follower)
+
+
+def _env_threads(argv: list[str]) -> int:
+    """The --env-threads of ``argv`` (1 if absent or not valid: parse_args reports it), read before the
+    workers meet (each is pinned to that many cores)."""
+    value = "1"
+    for i, arg in enumerate(argv):
+        if arg == "--env-threads" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--env-threads="):
+            value = arg.split("=", 1)[1]
+    return int(value) if value.isdigit() and int(value) >= 1 else 1
 
 
 def _where(progress: dict[str, Any]) -> str:
