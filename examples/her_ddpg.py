@@ -2,6 +2,7 @@
 
     python examples/her_ddpg.py --env goalenvs/FetchPush-v0 --seed 0
     python examples/her_ddpg.py --resume runs/FetchPush-v0_ddpg_s0          # continue a stopped run
+    torchrun --standalone --nproc-per-node 2 examples/her_ddpg.py --env goalenvs/FetchPush-v0   # 2 workers
 
 Per-task settings (epochs, envs per cycle, batch) come from ``examples/hyperparams/her_ddpg.yml``;
 command-line options override them.
@@ -32,6 +33,12 @@ On the same machine and torch build the resumed run is bit-for-bit the uninterru
 fall on cycle boundaries, where every env is about to be reset, and hold every random state
 (``tests/examples/test_her_ddpg.py`` checks it, also after ``kill -9`` at random moments).
 Ctrl-C (or SIGTERM) stops with one line saying where to resume from.
+
+Under ``torchrun`` the run is W workers (``examples/workers.py``): each steps its share of the envs,
+keeps its own storage shard and samples its share of each batch; the gradients of every update and
+the normalisers' statistics are summed over the workers, so every setting means what it means in one
+process. Rank 0 writes the folder; its checkpoints hold every worker's part (``storage-<r>.pkl``,
+``envs-<r>.pkl``), and ``--resume`` needs the same number of workers. docs/training.md says more.
 """
 
 from __future__ import annotations
@@ -215,7 +222,13 @@ class Agent:
     """
 
     def __init__(
-        self, cfg: Config, obs_dim: int, goal_dim: int, act_dim: int, world: World | None = None, share: float = 1.0
+        self,
+        cfg: Config,
+        obs_dim: int,
+        goal_dim: int,
+        act_dim: int,
+        world: World | None = None,
+        share: float = 1.0,
     ) -> None:
         self.cfg = cfg
         self.world, self.share = world or World(), share
@@ -281,7 +294,9 @@ class Agent:
             target = (r + self.cfg.gamma * not_done * q2).clamp_(-self.clip_return, 0.0)
         return x, a, target
 
-    def update(self, batch: dict[str, Any] | Prepared, meanwhile: Callable[[], _T] | None = None) -> _T | None:
+    def update(
+        self, batch: dict[str, Any] | Prepared, meanwhile: Callable[[], _T] | None = None
+    ) -> _T | None:
         """One critic and one actor Adam step on a sampled (or prepared) batch; returns ``meanwhile()``.
 
         With other workers, the work that does not need the summed gradients runs while they travel:
@@ -352,7 +367,9 @@ class Trainer:
         torch.manual_seed(cfg.seed)  # the same initial networks on every worker
         # Worker 0 draws what the one-process run draws; worker r > 0 the seed's r-th child streams.
         rank = world.rank
-        self.rng = np.random.default_rng(np.random.SeedSequence(cfg.seed, spawn_key=(rank, 0) if rank else ()))
+        self.rng = np.random.default_rng(
+            np.random.SeedSequence(cfg.seed, spawn_key=(rank, 0) if rank else ())
+        )
         storage_seed = np.random.SeedSequence(cfg.seed, spawn_key=(rank, 1) if rank else ())
         # This worker's envs [lo, hi) of the global n_envs; its shares of the batch and of the buffer
         # follow its share of the envs (so each transition is as likely to be sampled at any world size).
@@ -360,7 +377,10 @@ class Trainer:
         self.n_local = hi - lo
         self.batch_local = part(cfg.batch_size, lo, hi, cfg.n_envs)
         self.envs = gym.make_vec(
-            cfg.env_id, num_envs=self.n_local, vectorization_mode="vector_entry_point", num_threads=env_threads
+            cfg.env_id,
+            num_envs=self.n_local,
+            vectorization_mode="vector_entry_point",
+            num_threads=env_threads,
         )
         self.eval_lo, eval_hi = world.share(cfg.eval_episodes)
         self.eval_local = eval_hi - self.eval_lo
@@ -369,7 +389,9 @@ class Trainer:
         space = self.envs.single_observation_space
         obs_dim, goal_dim = space["observation"].shape[0], space["desired_goal"].shape[0]
         act_space = self.envs.single_action_space
-        self.agent = Agent(cfg, obs_dim, goal_dim, act_space.shape[0], world, self.batch_local / cfg.batch_size)
+        self.agent = Agent(
+            cfg, obs_dim, goal_dim, act_space.shape[0], world, self.batch_local / cfg.batch_size
+        )
         self.storage = HerStorage(
             part(cfg.buffer_size, lo, hi, cfg.n_envs), space, act_space, self.envs.compute_reward,
             n_envs=self.n_local, n_sampled_goal=cfg.n_sampled_goal, goal_selection_strategy="future",
@@ -634,7 +656,11 @@ class Trainer:
             raise checkpoint.unfit(names[0], exc) from None
         mine = checkpoint.load(names[1], lambda path: pickle.loads(data[1]))
         envs = mine.get("envs") if isinstance(mine, dict) else None
-        if not isinstance(envs, type(self.envs)) or envs.num_envs != n_local or envs.spec.id != self.envs.spec.id:
+        if (
+            not isinstance(envs, type(self.envs))
+            or envs.num_envs != n_local
+            or envs.spec.id != self.envs.spec.id
+        ):
             raise checkpoint.unfit(names[1], f"holds no {n_local} {self.cfg.env_id} envs and random states")
         return storage, mine
 
@@ -1054,7 +1080,9 @@ def _where(progress: dict[str, Any]) -> str:
         return "before training started"
     where = f"at epoch {trainer.epoch}, cycle {trainer.cycle}"
     if trainer.saved_epoch:
-        launch = "python examples/her_ddpg.py" if trainer.world.size == 1 else "torchrun ... examples/her_ddpg.py"
+        launch = (
+            "python examples/her_ddpg.py" if trainer.world.size == 1 else "torchrun ... examples/her_ddpg.py"
+        )
         return (f"{where}; go on from the checkpoint of epoch {trainer.saved_epoch} with: "
                 f"{launch} --resume {progress.get('out')}")  # fmt: skip
     return f"{where}; no checkpoint was written yet (--save-freq), so a rerun starts over with --force"

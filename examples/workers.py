@@ -57,7 +57,9 @@ class World:
                 "start workers with torchrun, which sets them"
             ) from None
         if size < 1 or not 0 <= rank < size:
-            raise RunError(f"RANK={rank} WORLD_SIZE={size} do not describe a worker; start workers with torchrun")
+            raise RunError(
+                f"RANK={rank} WORLD_SIZE={size} do not describe a worker; start workers with torchrun"
+            )
         if size == 1:
             return cls()
         pin(cores_each)
@@ -67,7 +69,9 @@ class World:
         try:
             dist.init_process_group("gloo", rank=rank, world_size=size, timeout=timedelta(seconds=TIMEOUT_S))
         except (RuntimeError, ValueError) as exc:
-            raise WorkerLost(f"worker {rank} of {size} could not join the others at {where}: {_first_line(exc)}") from None
+            raise WorkerLost(
+                f"worker {rank} of {size} could not join the others at {where}: {_first_line(exc)}"
+            ) from None
         return cls(rank, size)
 
     # ------------------------------------------------------------------ shares
@@ -228,5 +232,8 @@ def _first_line(exc: BaseException) -> str:
     # gloo prefixes its messages with the source file that raised them: keep the message.
     if text.startswith("[") and "] " in text:
         text = text.split("] ", 1)[1]
-    text = text.replace(" GLHF! 🏖️", "").replace(" This is typically caused by a remote worker hanging or bugs in the application. Check the logs of the remote worker before reporting an error.", "")
+    text = text.replace(" GLHF! 🏖️", "").replace(
+        " This is typically caused by a remote worker hanging or bugs in the application. Check the logs of the remote worker before reporting an error.",
+        "",
+    )
     return text if len(text) <= 200 else text[:197] + "..."

@@ -118,7 +118,7 @@ def test_shares_partition_the_envs_batch_and_buffer() -> None:
         worlds = [World(rank, size) for rank in range(size)]
         envs = [w.share(16) for w in worlds]
         assert envs[0][0] == 0 and envs[-1][1] == 16
-        assert all(a[1] == b[0] for a, b in zip(envs, envs[1:]))  # contiguous
+        assert all(a[1] == b[0] for a, b in zip(envs, envs[1:], strict=False))  # contiguous
         assert [hi - lo for lo, hi in envs] == worlds[0].shares(16)
         assert sum(her_ddpg.part(2048, lo, hi, 16) for lo, hi in envs) == 2048
         assert sum(her_ddpg.part(1_000_000, lo, hi, 16) for lo, hi in envs) == 1_000_000
@@ -145,7 +145,11 @@ def test_two_workers_write_one_checkpoint_and_the_same_networks(two_worker_run) 
     agent, success, files = _state(two_worker_run)
     assert sorted(files) == ["envs-1.pkl", "envs.pkl", "storage-1.pkl", "storage.pkl"]
     assert len(success) == 2
-    assert (two_worker_run / "commands.txt").read_text().startswith("torchrun (world size 2) examples/her_ddpg.py")
+    assert (
+        (two_worker_run / "commands.txt")
+        .read_text()
+        .startswith("torchrun (world size 2) examples/her_ddpg.py")
+    )
 
 
 def test_a_resumed_two_worker_run_is_the_uninterrupted_one_bit_for_bit(two_worker_run, tmp_path) -> None:
@@ -216,7 +220,9 @@ def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp
     out = tmp_path / "killed"
     run = torchrun([*TINY, "--epochs", "1000", "--output", str(out)], wait=False)
     deadline = time.monotonic() + 120
-    while not (out / "checkpoints").is_dir() or not any(p.name.isdigit() for p in (out / "checkpoints").iterdir()):
+    while not (out / "checkpoints").is_dir() or not any(
+        p.name.isdigit() for p in (out / "checkpoints").iterdir()
+    ):
         assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1][-3000:]
         time.sleep(0.2)
     workers = _workers(run.pid)
@@ -229,8 +235,33 @@ def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp
     for pid in workers.values():  # no worker left behind
         assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
     ours = [line for line in err.splitlines() if line.startswith("her_ddpg.py: ")]
-    assert len(ours) <= 1, ours  # rank 0's one line (another worker lost, or interrupted), no traceback of ours
+    assert len(ours) <= 1, (
+        ours
+    )  # rank 0's one line (another worker lost, or interrupted), no traceback of ours
     done = max(int(p.name) for p in (out / "checkpoints").iterdir() if p.name.isdigit())
     resumed = torchrun(["--resume", str(out), "--epochs", str(done + 1)])
     _ok(resumed)
     assert f"resumed {out} at epoch {done}" in resumed.stdout
+
+
+def test_workers_are_pinned_to_cores_of_their_own_only_where_they_fit(monkeypatch) -> None:
+    import workers
+
+    allowed = sorted(os.sched_getaffinity(0))
+    pinned: list[set[int]] = []
+    monkeypatch.setattr(workers.os, "sched_setaffinity", lambda pid, cores: pinned.append(set(cores)))
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    assert workers.pin(1) is None  # not under torchrun: left alone
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(len(allowed)))
+    monkeypatch.setenv("LOCAL_RANK", str(len(allowed) - 1))
+    assert workers.pin(1) == {allowed[-1]} and pinned == [{allowed[-1]}]
+    assert workers.pin(2) is None  # 2 cores each do not fit: left alone
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(len(allowed) + 1))
+    assert workers.pin(1) is None and len(pinned) == 1
+
+
+def test_env_threads_are_read_before_the_workers_meet() -> None:
+    assert her_ddpg._env_threads(["--env-threads", "3"]) == 3
+    assert her_ddpg._env_threads(["--env-threads=2", "--seed", "1"]) == 2
+    assert her_ddpg._env_threads(["--env-threads", "x"]) == 1  # parse_args says what is wrong
+    assert her_ddpg._env_threads([]) == 1

@@ -1,0 +1,79 @@
+"""DDPG+HER on W workers (``torchrun``) against the one-process run, FetchPush, the same global settings.
+
+Each side is a real run of ``examples/her_ddpg.py``: FetchPush's settings (16 envs a cycle, 40 updates of
+batch 2048 a cycle, [256, 256, 256] networks, bfloat16), ``CYCLES`` cycles and one evaluation, one torch
+thread per worker, the workers pinned to their own cores. The one-process run is ``python
+examples/her_ddpg.py``; W workers are ``torchrun --standalone --nproc-per-node W``, each with 16/W envs
+and batch 2048/W, their gradients summed every update. From rank 0's timers in ``eval.csv``:
+
+* collection: env steps per second of collecting (acting, stepping the envs, storing);
+* updates: updates per second of updating (sampling, the update, the gradient exchange);
+* training: env steps per second of training wall time (both, without the evaluation).
+
+The two sides run one after the other, ``REPEATS`` times, alternating; medians. W = 2 and, on a
+machine with more cores, every power of two up to the cores.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from benchmarks.common import Row
+
+SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "her_ddpg.py"
+SETTINGS = ["--env", "goalenvs/FetchPush-v0", "--epochs", "1", "--save-freq", "0", "--no-gif", "--force"]
+
+
+def _run(workers: int, cycles: int, out: Path) -> dict[str, float]:
+    """Rank 0's timers of one run of ``cycles`` cycles on ``workers`` workers."""
+    launch = [sys.executable] if workers == 1 else [
+        sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(workers)]  # fmt: skip
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    cmd = [*launch, str(SCRIPT), *SETTINGS, "--n-cycles", str(cycles), "--output", str(out)]
+    result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stderr[-2000:]}")
+    with (out / "eval.csv").open() as f:
+        (row,) = list(csv.DictReader(f))
+    t = {key[2:]: float(value) for key, value in row.items() if key.startswith("t_")}
+    steps, updates = float(row["env_steps"]), float(row["updates"])
+    return {
+        "collection": steps / (t["env"] + t["act"] + t["store"]),
+        "updates": updates / (t["sample"] + t["update"] + t["sync"]),
+        "training": steps / (float(row["wall_s"]) - t["eval"]),
+    }
+
+
+def run(quick: bool) -> list[Row]:
+    cycles, repeats = (4, 1) if quick else (12, 3)
+    cores = len(os.sched_getaffinity(0))
+    sizes = [w for w in (2, 4, 8, 16, 32) if w <= max(2, cores)]
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for workers in sizes:
+            alone, many = [], []
+            for _ in range(repeats):
+                alone.append(_run(1, cycles, Path(tmp) / "one"))
+                many.append(_run(workers, cycles, Path(tmp) / "many"))
+            for key, unit in (
+                ("collection", "env-steps/s"),
+                ("updates", "updates/s"),
+                ("training", "env-steps/s"),
+            ):
+                rows.append(
+                    Row(
+                        "distributed",
+                        f"FetchPush {key}, 16 envs, batch 2048, {workers} workers on {cores} cores",
+                        unit,
+                        statistics.median(r[key] for r in many),
+                        statistics.median(r[key] for r in alone),
+                        "her_ddpg.py, 1 process",
+                    )
+                )
+    return rows
