@@ -23,8 +23,8 @@ time went.
 Writes to ``--output`` (default ``runs/<env>_ddpg_s<seed>``): ``config.json``, ``eval.csv`` (one row
 per epoch: success over ``eval_episodes`` greedy episodes, steps, updates, wall and CPU seconds,
 profile), ``success.png`` and, every ``--save-freq`` epochs and at the end, a checkpoint in
-``checkpoints/<epoch>/``: ``agent.pt`` (networks, optimisers, normalisers, random states, the curve),
-``storage.pkl`` (the replay storage) and ``envs.pkl`` (the envs' random generators), switched in as one
+``checkpoints/<epoch>/``: ``agent.pt`` (networks, optimisers, normalisers, the curve), ``storage.pkl``
+(the replay storage) and ``envs.pkl`` (the envs and the random states), switched in as one
 unit (``examples/runfolder.py``: written aside, fsynced, renamed; sizes and hashes checked on load).
 The folder is locked while a run uses it; ``--force`` removes only what a run wrote there.
 ``--resume`` continues from the last checkpoint to the configured number of epochs (``--epochs`` may
@@ -52,10 +52,9 @@ import os
 import pickle
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -72,7 +71,7 @@ from runfolder import (  # examples/runfolder.py (examples/ is on sys.path)
     write_atomic,
 )
 from torch import nn
-from workers import Summing, World
+from workers import World
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from her import HerStorage
@@ -197,10 +196,6 @@ class MLP(nn.Module):
         return self.head(h.float())
 
 
-Prepared = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
-_T = TypeVar("_T")
-
-
 def flat_grads(module: nn.Module) -> torch.Tensor:
     """One zeroed buffer holding every gradient of ``module`` (each parameter's ``.grad`` a view into it),
     so the workers sum them in one call; backward accumulates into the views in place."""
@@ -247,24 +242,16 @@ class Agent:
         if self.world.size > 1:
             self.grads = (flat_grads(self.critic), flat_grads(self.actor))
 
-    def _backward(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> Summing | None:
-        """The gradients of ``loss``; with other workers, their sum started (finished by :meth:`_step`)."""
+    def _step(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> None:
+        """Backward and one Adam step, on the gradient summed over the workers."""
         if self.grads is None:
             opt.zero_grad(set_to_none=True)
             loss.backward()
-            return None
-        opt.zero_grad(set_to_none=False)  # keeps the .grad views into the flat buffer
-        loss.backward()
-        t0 = time.perf_counter()
-        summing = self.world.start_sum(self.grads[which].mul_(self.share))
-        self.sync_s += time.perf_counter() - t0
-        return summing
-
-    def _step(self, opt: torch.optim.Optimizer, summing: Summing | None) -> None:
-        """One Adam step, once the gradients' sum over the workers is in."""
-        if summing is not None:
+        else:
+            opt.zero_grad(set_to_none=False)  # keeps the .grad views into the flat buffer
+            loss.backward()
             t0 = time.perf_counter()
-            summing.wait()
+            self.world.sum_(self.grads[which].mul_(self.share))
             self.sync_s += time.perf_counter() - t0
         opt.step()
 
@@ -279,10 +266,8 @@ class Agent:
         with torch.no_grad():
             return torch.tanh(self.actor(self.inputs(obs, goal))).numpy()
 
-    def prepare(self, batch: dict[str, Any]) -> Prepared:
-        """A sampled batch as the update's tensors: the inputs ``x`` (B, obs_dim + goal_dim), actions ``a``
-        (B, act_dim) and the critic's clipped targets (B, 1), from the target networks (which move only
-        between cycles, so a batch may be prepared while the previous update is still under way)."""
+    def update(self, batch: dict[str, Any]) -> None:
+        """One critic and one actor Adam step on a sampled batch."""
         obs, nxt = batch["observations"], batch["next_observations"]
         x = self.inputs(obs["observation"], obs["desired_goal"])
         x2 = self.inputs(nxt["observation"], nxt["desired_goal"])
@@ -292,30 +277,14 @@ class Agent:
         with torch.no_grad():
             q2 = self.critic_target(torch.cat([x2, torch.tanh(self.actor_target(x2))], 1))
             target = (r + self.cfg.gamma * not_done * q2).clamp_(-self.clip_return, 0.0)
-        return x, a, target
-
-    def update(
-        self, batch: dict[str, Any] | Prepared, meanwhile: Callable[[], _T] | None = None
-    ) -> _T | None:
-        """One critic and one actor Adam step on a sampled (or prepared) batch; returns ``meanwhile()``.
-
-        With other workers, the work that does not need the summed gradients runs while they travel:
-        the actor's forward pass during the critic's sum, ``meanwhile()`` (the next batch) during the
-        actor's. Alone, the same operations run in the same order of dependence: the same result.
-        """
-        x, a, target = batch if isinstance(batch, tuple) else self.prepare(batch)
         critic_loss = (self.critic(torch.cat([x, a], 1)) - target).pow(2).mean()
-        summing = self._backward(critic_loss, self.critic_opt, 0)
-        pi = torch.tanh(self.actor(x))  # the actor is not moved by the critic's step
-        self._step(self.critic_opt, summing)
+        self._step(critic_loss, self.critic_opt, 0)
 
+        pi = torch.tanh(self.actor(x))
         self.critic.requires_grad_(False)  # the actor's step needs no critic weight gradients
         actor_loss = -self.critic(torch.cat([x, pi], 1)).mean() + self.cfg.action_l2 * pi.pow(2).mean()
         self.critic.requires_grad_(True)
-        summing = self._backward(actor_loss, self.actor_opt, 1)
-        result = meanwhile() if meanwhile is not None else None
-        self._step(self.actor_opt, summing)
-        return result
+        self._step(actor_loss, self.actor_opt, 1)
 
     def update_targets(self) -> None:
         with torch.no_grad():
@@ -458,25 +427,18 @@ class Trainer:
         g_norm.add(stats[o_stats.size :])
         self.times["store"] += time.perf_counter() - t0 - spent  # storage, resets, normalisers
 
-    def sample(self) -> Prepared:
-        """This worker's share of a batch, sampled and prepared."""
-        t0 = time.perf_counter()
-        batch = self.storage.sample_arrays(self.batch_local)
-        self.times["sample"] += time.perf_counter() - t0
-        return self.agent.prepare(batch)
-
     def train(self) -> None:
-        """``n_batches`` updates, then the target networks move; each next batch is prepared during the
-        previous update's gradient sum (the target networks stay fixed until the cycle's last update)."""
-        t0, synced, sampled = time.perf_counter(), self.agent.sync_s, self.times["sample"]
-        batch = self.sample()
-        for i in range(self.cfg.n_batches):
-            batch = self.agent.update(batch, self.sample if i + 1 < self.cfg.n_batches else None)
+        for _ in range(self.cfg.n_batches):
+            t0 = time.perf_counter()
+            batch = self.storage.sample_arrays(self.batch_local)  # this worker's share of the batch
+            t1 = time.perf_counter()
+            synced = self.agent.sync_s
+            self.agent.update(batch)
+            self.times["sample"] += t1 - t0
+            self.times["sync"] += self.agent.sync_s - synced
+            self.times["update"] += time.perf_counter() - t1 - (self.agent.sync_s - synced)
             self.updates += 1
         self.agent.update_targets()
-        self.times["sync"] += self.agent.sync_s - synced
-        self.times["update"] += (time.perf_counter() - t0 - (self.agent.sync_s - synced)
-                                 - (self.times["sample"] - sampled))  # fmt: skip
 
     def evaluate(self, base: int | None = None) -> float:
         """Success rate of the greedy policy over ``eval_episodes`` episodes seeded ``base``, ``base + 1``, ...

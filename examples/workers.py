@@ -85,20 +85,32 @@ class World:
 
     # ------------------------------------------------------------------ collectives
     def sum_(self, tensor: torch.Tensor) -> torch.Tensor:
-        """Sum ``tensor`` over the workers in place; every worker gets the same bits."""
-        self.start_sum(tensor).wait()
-        return tensor
+        """Sum ``tensor`` over the workers in place; every worker gets the same bits.
 
-    def start_sum(self, tensor: torch.Tensor) -> Summing:
-        """Start summing ``tensor`` over the workers in place; its :meth:`Summing.wait` finishes it.
-
-        The caller may compute meanwhile (not with ``tensor``). A power-of-two world exchanges whole
-        buffers pairwise (recursive doubling: ``log2 W`` rounds, each ``a + b`` on one side and
-        ``b + a`` on the other, equal in floating point); on two workers this takes half the time of
-        gloo's ring ``all_reduce`` (0.63 against 1.25 ms for the 140k float32 gradients of one network,
-        measured here). Other sizes use ``all_reduce``.
+        A power-of-two world exchanges whole buffers pairwise (recursive doubling: ``log2 W`` rounds,
+        each ``a + b`` on one side and ``b + a`` on the other, equal in floating point); on two workers
+        this took half the time of gloo's ring ``all_reduce`` (0.63 against 1.25 ms for the 140k float32
+        gradients of one network, between two otherwise idle processes here). Other sizes use
+        ``all_reduce``.
         """
-        return Summing(self, tensor)
+        if self.size == 1:
+            return tensor
+        import torch.distributed as dist
+
+        with self._comm("summing"):
+            if self.size & (self.size - 1):
+                dist.all_reduce(tensor)
+                return tensor
+            other = torch.empty_like(tensor)
+            step = 1
+            while step < self.size:
+                peer = self.rank ^ step
+                sent = dist.isend(tensor, peer)
+                dist.recv(other, peer)
+                sent.wait()
+                tensor.add_(other)
+                step *= 2
+        return tensor
 
     def sum_array(self, array: np.ndarray) -> np.ndarray:
         """``array`` summed over the workers (a new array; ``array`` itself when alone)."""
@@ -162,58 +174,14 @@ class World:
             ) from None
 
 
-class Summing:
-    """A sum over the workers under way (see :meth:`World.start_sum`)."""
-
-    def __init__(self, world: World, tensor: torch.Tensor) -> None:
-        self.world, self.tensor = world, tensor
-        self.work: Any = None
-        if world.size == 1:
-            return
-        import torch.distributed as dist
-
-        with world._comm("summing"):
-            if world.size & (world.size - 1):
-                self.work = dist.all_reduce(tensor, async_op=True)
-            else:
-                self.other = torch.empty_like(tensor)
-                self.work = self._exchange(1)
-
-    def _exchange(self, step: int) -> tuple[Any, Any]:
-        import torch.distributed as dist
-
-        peer = self.world.rank ^ step
-        return dist.isend(self.tensor, peer), dist.irecv(self.other, peer)
-
-    def wait(self) -> torch.Tensor:
-        """The summed tensor (every worker's the same bits)."""
-        if self.work is None:
-            return self.tensor
-        with self.world._comm("summing"):
-            if not isinstance(self.work, tuple):
-                self.work.wait()
-            else:
-                step = 1
-                while True:
-                    for work in self.work:
-                        work.wait()
-                    self.tensor.add_(self.other)
-                    step *= 2
-                    if step >= self.world.size:
-                        break
-                    self.work = self._exchange(step)
-        self.work = None
-        return self.tensor
-
-
 def pin(cores_each: int) -> set[int] | None:
     """Pin this worker to ``cores_each`` cores of its own, when its machine's workers fit on the cores this
     process may use (``LOCAL_RANK`` of ``LOCAL_WORLD_SIZE``); returns the cores, or None (left alone).
 
     Why: each exchange of gradients wakes a worker's communication thread; with the workers and their
     threads free to move between cores, wake-ups wait behind the other worker's computation. Pinned,
-    two FetchPush workers on this 2-core machine spent 3.2 instead of 4.6 ms an update exchanging
-    gradients (``python -m benchmarks --only bench_distributed``).
+    two FetchPush workers on the 2-core development machine spent 3.2 instead of 4.6 ms an update
+    exchanging gradients (``t_sync`` of ``her_ddpg.py --profile`` over 12 cycles).
     """
     try:
         local, local_size = int(os.environ["LOCAL_RANK"]), int(os.environ["LOCAL_WORLD_SIZE"])
