@@ -24,7 +24,7 @@ Writes to ``--output`` (default ``runs/<env>_ddpg_s<seed>``): ``config.json``, `
 per epoch: success over ``eval_episodes`` greedy episodes, steps, updates, wall and CPU seconds,
 profile), ``success.png`` and, every ``--save-freq`` epochs and at the end, a checkpoint in
 ``checkpoints/<epoch>/``: ``agent.pt`` (networks, optimisers, normalisers, the curve), ``storage.pkl``
-(the replay storage) and ``envs.pkl`` (the envs and the random states), switched in as one
+(the replay storage) and ``envs.pkl`` (the envs' and the run's random states), switched in as one
 unit (``examples/runfolder.py``: written aside, fsynced, renamed; sizes and hashes checked on load).
 The folder is locked while a run uses it; ``--force`` removes only what a run wrote there.
 ``--resume`` continues from the last checkpoint to the configured number of epochs (``--epochs`` may
@@ -502,18 +502,29 @@ class Trainer:
                 "times": self.times, "wall0": self.wall0, "cpu0": self.cpu0, "reset_seeds": self.reset_seeds,
                 "rows": self.rows}  # fmt: skip
 
-    def _worker_files(self) -> tuple[bytes, bytes]:
-        """This worker's own state as ``(storage.pkl, envs.pkl)`` bytes: its storage shard; its envs and
-        random states. At a cycle boundary every env is about to be reset, and a Fetch reset
-        (mj_resetData, then draws from its generator) depends on nothing else, so the pickled envs carry
-        all there is of them."""
+    def _write_storage(self, f: Any) -> None:
+        """Pickle this worker's storage shard into the binary file ``f`` (streamed: no copy in memory)."""
         reward_fn, self.storage.reward_fn = self.storage.reward_fn, None  # not the env behind it
         try:
-            storage = pickle.dumps(self.storage, protocol=5)
+            pickle.dump(self.storage, f, protocol=5)
         finally:
             self.storage.reward_fn = reward_fn
-        mine = {"envs": self.envs, "rng": self.rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
-        return storage, pickle.dumps(mine, protocol=5)
+
+    def _envs_bytes(self) -> bytes:
+        """This worker's random states, pickled: its envs' generators and its own. At a cycle boundary
+        every env is about to be reset, and a Fetch reset (mj_resetData, then draws from its generator)
+        depends on nothing else, so an env's generator is all there is of it. (Pickling the vector env
+        itself would also carry each MjData's scratch memory: 80 MB for 8 envs, against a few kB.)"""
+        mine = {
+            "envs": list(self.envs._rngs),
+            "rng": self.rng.bit_generator.state,
+            "torch_rng": torch.get_rng_state().numpy(),
+        }
+        return pickle.dumps(mine, protocol=5)
+
+    def _write_file(self, path: Path) -> None:
+        with path.open("wb") as f:
+            self._write_storage(f)
 
     def save(self) -> None:
         """Write checkpoint ``checkpoints/<epoch>/`` as one unit (``RunFolder.save_checkpoint``).
@@ -522,10 +533,12 @@ class Trainer:
         and worker r's ``storage-<r>.pkl`` and ``envs-<r>.pkl``, which that worker sends it; only rank 0
         touches the folder, so workers on other machines need no shared file system.
         """
-        files = self._worker_files()
         if self.world.rank > 0:
-            for data in files:
-                self.world.send_bytes(data, 0)
+            storage = io.BytesIO()
+            self._write_storage(storage)
+            self.world.send_bytes(storage.getbuffer(), 0)
+            del storage
+            self.world.send_bytes(self._envs_bytes(), 0)
             self.saved_epoch = self.epoch
             return
         assert self.folder is not None
@@ -546,8 +559,8 @@ class Trainer:
         state = self._shared_state()
         writers: dict[str, Any] = {
             "agent.pt": lambda path: torch.save(state, path),
-            "storage.pkl": lambda path: path.write_bytes(files[0]),
-            "envs.pkl": lambda path: path.write_bytes(files[1]),
+            "storage.pkl": self._write_file,
+            "envs.pkl": lambda path: path.write_bytes(self._envs_bytes()),
         }
         for rank in range(1, self.world.size):
             writers[f"storage-{rank}.pkl"] = receive(rank, 0)
@@ -571,7 +584,7 @@ class Trainer:
             suffix = f"-{rank}" if rank else ""
             names = (f"storage{suffix}.pkl", f"envs{suffix}.pkl")
             data = tuple(checkpoint.load(name, lambda path: path.read_bytes()) for name in names)
-            storage, mine = self._fitting(data, rank, checkpoint, names)
+            storage, mine = self._fitting(data, rank, checkpoint, names, state)
             if rank == 0:
                 self._take_own(storage, mine)
             else:
@@ -598,15 +611,22 @@ class Trainer:
             self.agent.load_state_dict(state["agent"])
             for key in ("epoch", "updates", "times", "wall0", "cpu0", "reset_seeds", "rows"):
                 setattr(self, key, state[key])
+            self.times = {**dict.fromkeys(TIMERS, 0.0), **self.times}  # "sync" is newer than some runs
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             if checkpoint is None:
                 raise
             raise checkpoint.unfit("agent.pt", exc) from None
 
     def _fitting(
-        self, data: tuple[bytes, ...], rank: int, checkpoint: Checkpoint, names: tuple[str, str]
+        self,
+        data: tuple[bytes, ...],
+        rank: int,
+        checkpoint: Checkpoint,
+        names: tuple[str, str],
+        legacy: dict[str, Any],
     ) -> tuple[HerStorage, dict[str, Any]]:
-        """Worker ``rank``'s storage and envs from their bytes, checked to fit that worker of this run."""
+        """Worker ``rank``'s storage and envs from their bytes, checked to fit that worker of this run
+        (``legacy``: agent.pt's state, which held the random states of runs before workers existed)."""
         n_envs = World(rank, self.world.size).share(self.cfg.n_envs)
         n_local = n_envs[1] - n_envs[0]
         storage = checkpoint.load(names[0], lambda path: pickle.loads(data[0]))
@@ -617,27 +637,36 @@ class Trainer:
         except ValueError as exc:
             raise checkpoint.unfit(names[0], exc) from None
         mine = checkpoint.load(names[1], lambda path: pickle.loads(data[1]))
+        if isinstance(mine, list) and rank == 0 and "rng" in legacy:  # one process, before workers existed:
+            mine = {
+                "envs": mine,
+                "rng": legacy["rng"],
+                "torch_rng": legacy["torch_rng"].numpy(),
+            }  # in agent.pt
         envs = mine.get("envs") if isinstance(mine, dict) else None
         if (
-            not isinstance(envs, type(self.envs))
-            or envs.num_envs != n_local
-            or envs.spec.id != self.envs.spec.id
+            not isinstance(envs, list)
+            or len(envs) != n_local
+            or not all(isinstance(g, np.random.Generator) for g in envs)
         ):
-            raise checkpoint.unfit(names[1], f"holds no {n_local} {self.cfg.env_id} envs and random states")
+            raise checkpoint.unfit(names[1], f"holds no random states of {n_local} envs")
         return storage, mine
 
     def _take_own(self, storage: HerStorage, mine: dict[str, Any]) -> None:
-        self.envs.close()
-        self.envs = mine["envs"]
+        self.envs.reset(
+            seed=list(range(self.n_local))
+        )  # seeded: its next reset draws from the streams set here
+        self.envs._rngs = list(mine["envs"])
         self.rng.bit_generator.state = mine["rng"]
-        torch.set_rng_state(mine["torch_rng"])
+        torch.set_rng_state(torch.from_numpy(np.array(mine["torch_rng"], dtype=np.uint8)))
         storage.reward_fn = self.envs.compute_reward
         self.storage = storage
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(rows[0]))
+    columns = list(dict.fromkeys(key for row in rows for key in row))  # t_sync came with workers
+    writer = csv.DictWriter(text, fieldnames=columns)
     writer.writeheader()
     writer.writerows(rows)
     return text.getvalue()

@@ -14,7 +14,6 @@ reset by peer"); one that hangs is given up on after ``TIMEOUT_S``. Either way e
 from __future__ import annotations
 
 import os
-import pickle
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -79,10 +78,6 @@ class World:
         """This worker's items ``[lo, hi)`` of ``n`` (contiguous; sizes differ by at most one)."""
         return n * self.rank // self.size, n * (self.rank + 1) // self.size
 
-    def shares(self, n: int) -> list[int]:
-        """Every worker's count of ``n`` items, by rank."""
-        return [n * (r + 1) // self.size - n * r // self.size for r in range(self.size)]
-
     # ------------------------------------------------------------------ collectives
     def sum_(self, tensor: torch.Tensor) -> torch.Tensor:
         """Sum ``tensor`` over the workers in place; every worker gets the same bits.
@@ -130,14 +125,15 @@ class World:
             dist.broadcast_object_list(box, src=0)
         return box[0]
 
-    def send_bytes(self, data: bytes, dst: int) -> None:
+    def send_bytes(self, data: bytes | memoryview, dst: int) -> None:
         """Send ``data`` to worker ``dst`` (which calls :meth:`recv_bytes`)."""
         import torch.distributed as dist
 
         with self._comm(f"sending to worker {dst}"):
             dist.send(torch.tensor([len(data)], dtype=torch.int64), dst)
             if data:
-                dist.send(torch.frombuffer(bytearray(data), dtype=torch.uint8), dst)
+                writable = data if isinstance(data, memoryview) and not data.readonly else bytearray(data)
+                dist.send(torch.frombuffer(writable, dtype=torch.uint8), dst)
 
     def recv_bytes(self, src: int) -> bytes:
         """The bytes worker ``src`` sends with :meth:`send_bytes`."""
@@ -150,9 +146,6 @@ class World:
             if int(size):
                 dist.recv(data, src)
         return data.numpy().tobytes()
-
-    def send_object(self, obj: Any, dst: int) -> None:
-        self.send_bytes(pickle.dumps(obj, protocol=5), dst)
 
     def close(self) -> None:
         """Leave the process group (at the end of a run; a no-op when alone)."""

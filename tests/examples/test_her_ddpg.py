@@ -155,7 +155,7 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
     with (_checkpoint(whole) / "envs.pkl").open("rb") as f, (_checkpoint(split) / "envs.pkl").open("rb") as g:
         ea, eb = pickle.load(f), pickle.load(g)
     assert ea["rng"] == eb["rng"]  # exploration; and each env's own stream:
-    assert [r.bit_generator.state for r in ea["envs"]._rngs] == [r.bit_generator.state for r in eb["envs"]._rngs]
+    assert [r.bit_generator.state for r in ea["envs"]] == [r.bit_generator.state for r in eb["envs"]]
     with (
         (_checkpoint(whole) / "storage.pkl").open("rb") as f,
         (_checkpoint(split) / "storage.pkl").open("rb") as g,

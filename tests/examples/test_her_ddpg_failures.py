@@ -148,7 +148,7 @@ def test_a_checkpoint_of_another_run_is_refused(finished_run, tmp_path, capsys) 
             ["--n-envs", "3"],
             "(this HerStorage holds steps of n_envs=3 envs, not of the n_envs=2 given",
         ),
-        ("envs.pkl", ["--n-envs", "3"], "(holds no 2 goalenvs/FetchReach-v0 envs and random states)"),
+        ("envs.pkl", ["--n-envs", "3"], "(holds no random states of 2 envs)"),
     ],
 )
 def test_a_foreign_but_whole_checkpoint_file_is_one_line(
