@@ -1041,7 +1041,7 @@ def main(argv: list[str] | None = None) -> float:
     progress: dict[str, Any] = {}
 
     def body() -> float:
-        world = World.from_env(cores_each=_env_threads(argv))
+        world = World.from_env(cores_each=_cores_each(argv))
         progress["world"] = world
         try:
             return _train(argv, progress, world)
@@ -1052,16 +1052,26 @@ def main(argv: list[str] | None = None) -> float:
     return run_main(SCRIPT, body, lambda: _where(progress), quiet_interrupt=follower)
 
 
-def _env_threads(argv: list[str]) -> int:
-    """The --env-threads of ``argv`` (1 if absent or not valid: parse_args reports it), read before the
-    workers meet (each is pinned to that many cores)."""
+def _int_option(argv: list[str], flag: str) -> int:
+    """The value of ``flag`` in ``argv`` (1 if absent or not valid: parse_args reports it), read before
+    the workers meet, so that each is pinned to as many cores as it runs threads."""
     value = "1"
     for i, arg in enumerate(argv):
-        if arg == "--env-threads" and i + 1 < len(argv):
+        if arg == flag and i + 1 < len(argv):
             value = argv[i + 1]
-        elif arg.startswith("--env-threads="):
+        elif arg.startswith(flag + "="):
             value = arg.split("=", 1)[1]
     return int(value) if value.isdigit() and int(value) >= 1 else 1
+
+
+def _env_threads(argv: list[str]) -> int:
+    return _int_option(argv, "--env-threads")
+
+
+def _cores_each(argv: list[str]) -> int:
+    """The cores a worker keeps busy: its physics threads or its torch threads (``--threads`` given on
+    the command line; one set in a --conf-file is read too late to count), whichever are more."""
+    return max(_env_threads(argv), _int_option(argv, "--threads"))
 
 
 def _where(progress: dict[str, Any]) -> str:

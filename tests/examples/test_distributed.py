@@ -280,3 +280,6 @@ def test_env_threads_are_read_before_the_workers_meet() -> None:
     assert her_ddpg._env_threads(["--env-threads=2", "--seed", "1"]) == 2
     assert her_ddpg._env_threads(["--env-threads", "x"]) == 1  # parse_args says what is wrong
     assert her_ddpg._env_threads([]) == 1
+    # a worker is pinned to as many cores as it runs threads of either kind
+    assert her_ddpg._cores_each(["--threads", "2", "--env-threads", "1"]) == 2
+    assert her_ddpg._cores_each(["--env-threads", "3", "--threads=2"]) == 3
