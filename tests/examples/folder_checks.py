@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,13 @@ def snapshot(folder: Path) -> dict[str, bytes]:
         for p in sorted(folder.rglob("*"))
         if p.is_file() and p.name != ".lock"
     }
+
+
+def copy_run(run: Path, tmp_path: Path, name: str = "copy") -> Path:
+    """A copy of the run folder ``run`` in ``tmp_path / name``, for a test to change."""
+    out = tmp_path / name
+    shutil.copytree(run, out)
+    return out
 
 
 def checkpoint_dir(out: Path) -> Path:

@@ -27,9 +27,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
 import her_ddpg  # noqa: E402
-from folder_checks import fails  # noqa: E402
 from runfolder import RunError  # noqa: E402
 from workers import World  # noqa: E402
+
+from tests.examples.folder_checks import fails  # noqa: E402
 
 SCRIPT = str(EXAMPLES / "her_ddpg.py")
 PREFIX = "her_ddpg.py: error: "

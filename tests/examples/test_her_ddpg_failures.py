@@ -28,7 +28,7 @@ sys.path.insert(0, str(EXAMPLES))
 
 import her_ddpg  # noqa: E402
 
-from tests.examples.folder_checks import DAMAGES, checkpoint_dir, fails, snapshot  # noqa: E402
+from tests.examples.folder_checks import DAMAGES, checkpoint_dir, copy_run, fails, snapshot  # noqa: E402
 
 TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "3", "--n-batches", "2",
         "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "2000",
@@ -40,12 +40,6 @@ PREFIX = "her_ddpg.py: error: "
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("finished") / "run"
     her_ddpg.main([*TINY, "--epochs", "2", "--output", str(out)])
-    return out
-
-
-def copy_run(run: Path, tmp_path: Path) -> Path:
-    out = tmp_path / "copy"
-    shutil.copytree(run, out)
     return out
 
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(EXAMPLES))  # train.py and enjoy.py import each other as 
 import enjoy  # noqa: E402
 import train  # noqa: E402
 
-from tests.examples.folder_checks import DAMAGES, checkpoint_dir, fails, snapshot  # noqa: E402
+from tests.examples.folder_checks import DAMAGES, checkpoint_dir, copy_run, fails, snapshot  # noqa: E402
 
 BITFLIP = [
     "--env",
@@ -53,12 +53,6 @@ RUN_JSON_FIX = "restore it from a copy (each checkpoint's MANIFEST.json holds th
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("finished") / "run"
     train.main([*TINY, "--output", str(out)])
-    return out
-
-
-def copy_run(run: Path, tmp_path: Path, name: str = "copy") -> Path:
-    out = tmp_path / name
-    shutil.copytree(run, out)
     return out
 
 
