@@ -56,6 +56,13 @@ def check_goal_space(space: gym.Space) -> spaces.Dict:
             f"it has {list(space.spaces)}"
         )
     achieved, desired = space["achieved_goal"], space["desired_goal"]
+    nested = [key for key in GOAL_KEYS[1:] if isinstance(space[key], (spaces.Dict, spaces.Tuple))]
+    if nested:
+        raise GoalEnvError(
+            f"{' and '.join(nested)} {'is a' if len(nested) == 1 else 'are'} {type(space[nested[0]]).__name__} "
+            f"space{'s' if len(nested) > 1 else ''}; HER stores and relabels each goal as one array, so goals that are dicts or tuples of "
+            "arrays (as Gymnasium-Robotics' FrankaKitchen has) are outside the goal env contract"
+        )
     if achieved.shape != desired.shape or achieved.dtype != desired.dtype:
         raise GoalEnvError(
             "achieved_goal and desired_goal spaces differ "

@@ -44,6 +44,15 @@ def check_observation_space(ctx: Context) -> Verdict:
     try:
         check_goal_space(ctx.space)
     except GoalEnvError as err:
+        goals = [ctx.space.spaces.get(k) for k in ("achieved_goal", "desired_goal")] if isinstance(
+            ctx.space, spaces.Dict
+        ) else []
+        if any(isinstance(g, (spaces.Dict, spaces.Tuple)) for g in goals):
+            return "fail", (
+                f"{err}. Nothing else is checked. Fix: to train with HER, wrap the env so that each goal is "
+                "one flat array (the entries concatenated in a fixed order) and give the wrapper a "
+                "compute_reward that splits the arrays back before calling the env's."
+            )
         return "fail", (
             f"{err}. HER reads the three entries of every observation, so nothing else can be checked. "
             "Fix: return {'observation': ..., 'achieved_goal': ..., 'desired_goal': ...} with a "
@@ -176,11 +185,8 @@ def check_observations_in_space(ctx: Context) -> Verdict:
                 if key not in ev.obs:
                     detail = f"key {key!r} is missing"
                     break
-                value = np.asarray(ev.obs[key])
                 if not sub.contains(ev.obs[key]):
-                    detail = (
-                        f"{key!r} = {fmt(value)} (shape {value.shape}, dtype {value.dtype}) is outside {sub}"
-                    )
+                    detail = _outside(key, sub, ev.obs[key])
                     break
             else:
                 extra = sorted(set(ev.obs) - set(space.spaces))
@@ -191,6 +197,30 @@ def check_observations_in_space(ctx: Context) -> Verdict:
             "clip, or bounds too tight. Fix: cast/clip the observation or widen the space."
         )
     return "pass", f"all {len(ctx.events)} reset/step observations lie in the observation space."
+
+
+def _outside(key: str, space: gym.Space, x: Any) -> str:
+    """Why ``x`` (``obs[key]``) is not in ``space``: the first entry out of a Box's bounds, with its index."""
+    value = x
+    if not isinstance(x, np.ndarray):  # what Box.contains does with a list or a number
+        try:
+            value = np.asarray(x, dtype=getattr(space, "dtype", None))
+        except (ValueError, TypeError, OverflowError):
+            value = np.asarray(x, dtype=object)
+    where = f"{key!r} = {fmt(value)} (shape {value.shape}, dtype {value.dtype})"
+    if not isinstance(space, spaces.Box) or value.shape != space.shape:
+        return f"{where} is outside {describe_space(space)}"
+    if not np.can_cast(value.dtype, space.dtype):
+        return f"{where} has dtype {value.dtype}, which the space's {space.dtype} cannot hold"
+    bad = ~((value >= space.low) & (value <= space.high))
+    if not bad.any():
+        return f"{where} is outside {describe_space(space)}"
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    at = ", ".join(map(str, index))
+    return (
+        f"{key}[{at}] = {fmt(value[index])} is outside its bounds [{fmt(space.low[index])}, "
+        f"{fmt(space.high[index])}] ({int(bad.sum())} of {bad.size} entries of {key!r} are out of bounds)"
+    )
 
 
 def check_observations_not_aliased(ctx: Context) -> Verdict:
@@ -305,6 +335,9 @@ def check_rollout_determinism(ctx: Context) -> Verdict:
 def _copy_check(ctx: Context, how: str, clone: Callable[[Any], Any], recipe_status: Status) -> Verdict:
     """The copy steps exactly like the original: as a snapshot, or else from the same seeded reset.
 
+    A copy that cannot be made or that differs is a warning: HER training never copies an env (a
+    panda-gym env, whose copies share one pybullet client, trains fine), but saving and forking do.
+
     ``gymnasium.utils.EzPickle`` (used by Gymnasium-Robotics and others) pickles an env as its
     constructor arguments, so the copy is a fresh env that needs a reset: a recipe, not a snapshot.
     Single envs only: a vector env is rebuilt from env functions, not copied.
@@ -320,9 +353,9 @@ def _copy_check(ctx: Context, how: str, clone: Callable[[Any], Any], recipe_stat
     try:
         twin = clone(env)
     except Exception as err:
-        return "fail", (
-            f"{how} raised {type(err).__name__}: {err}. Saving, forking (SubprocVecEnv) and snapshotting "
-            "an env for reproducible experiments need it. Likely cause: an attribute holding a lambda, "
+        return "warn", (
+            f"{how} raised {type(err).__name__}: {err}. HER training does not copy envs, but saving, "
+            "forking (SubprocVecEnv) and snapshotting an env for reproducible experiments do. Likely cause: an attribute holding a lambda, "
             "an open file, a lock or a live simulator handle. Fix: keep such things out of the env or "
             "implement __getstate__/__setstate__ (or __deepcopy__)."
         )
@@ -349,9 +382,10 @@ def _copy_check(ctx: Context, how: str, clone: Callable[[Any], Any], recipe_stat
             "makes it). Enough to save or fork an env; to snapshot one mid-episode, implement "
             "__getstate__/__setstate__ (or __deepcopy__) that copy the simulator state."
         )
-    return "fail", (
+    return "warn", (
         f"after {how}, the copy and the original disagree: as a snapshot, {snapshot_diff}; after the same "
-        f"seeded reset, {recipe_diff}. Likely cause: the copy shares mutable state with the original (a "
+        f"seeded reset, {recipe_diff}. HER training does not copy envs, but code that snapshots or forks "
+        "one would get an env that is not the original. Likely cause: the copy shares mutable state with the original (a "
         "simulator handle, a random generator) or loses part of it. Fix: make every piece of state "
         "copyable, or implement __deepcopy__/__getstate__ that copies it."
     )

@@ -345,6 +345,8 @@ def check_best_reward_at_goal(ctx: Context) -> Verdict:
 def _flag_check(ctx: Context, fn_name: str, flag: Literal["terminated", "truncated"]) -> Verdict:
     """Where ``fn_name`` is defined: it agrees with step's ``flag`` at every step and is vectorized."""
     found = ctx.find(fn_name)
+    if found is None and flag == "terminated":
+        return _terminated_undefined(ctx)
     if found is None:
         return "pass", f"not defined (optional); step's {flag} flags are taken as they are."
     fn = found[0]
@@ -372,6 +374,46 @@ def _flag_check(ctx: Context, fn_name: str, flag: Literal["terminated", "truncat
     if verdict[0] != "pass":
         return verdict
     return "pass", f"{fn_name} agrees with step's {flag} at every step and is vectorized ({verdict[1]})"
+
+
+def _at_goal(ctx: Context, tr: Transition) -> bool:
+    """Whether a transition reached its goal: ``info["is_success"]``, or else the reward of
+    ``compute_reward`` with the achieved goal as the goal (where the env defines one)."""
+    if isinstance(tr.info, Mapping) and "is_success" in tr.info:
+        return bool(np.asarray(tr.info["is_success"]).any())
+    found = ctx.find("compute_reward")
+    if found is None:
+        return False
+    try:
+        return close(call(found[0], tr.ag, tr.ag, tr.info), tr.reward)
+    except Exception:  # a raising compute_reward is reported by its own checks
+        return False
+
+
+def _terminated_undefined(ctx: Context) -> Verdict:
+    """No compute_terminated: fine unless step ends episodes on reaching the goal (SB3 issue 627)."""
+    ended = [tr for tr in ctx.transitions if tr.terminated]
+    at_goal = [tr for tr in ended if _at_goal(ctx, tr)]
+    if not at_goal:
+        seen = (
+            f"none of the {len(ended)} terminations in the rollout came with the goal reached"
+            if ended else "no step of the rollout terminated"
+        )
+        return "pass", (
+            f"not defined (optional); {seen}, so step's terminated flags are taken as they are (an env "
+            "that ends episodes on reaching the goal needs one)."
+        )
+    tr = at_goal[0]
+    return "fail", (
+        f"step ends episodes when the goal is reached ({len(at_goal)} of {len(ended)} terminations in the "
+        f"rollout, first at step {tr.step}, came with the goal reached), but the env defines no "
+        "compute_terminated, so a buffer cannot recompute the flag for a relabelled goal: a transition "
+        "that reached its original goal stays terminal under the new goal (its value is cut off), and one "
+        "that reaches the new goal is not terminal (stable-baselines3 issue 627: HER keeps the stored done "
+        "flags). HER then learns wrong values. Fix: define compute_terminated(achieved_goal, desired_goal, "
+        "info), vectorized like compute_reward, and return it from step (goalenvs.her recomputes it for "
+        "relabelled goals); or end episodes only by the time limit (truncated), as the Fetch tasks do."
+    )
 
 
 def check_compute_terminated(ctx: Context) -> Verdict:

@@ -153,7 +153,8 @@ class Context:
         Row k pairs a recorded next achieved goal with, by ``k % 4``: its own desired goal, itself
         (a success), another recorded achieved goal (what the "future" strategy relabels with),
         or a random goal from the desired_goal space. Keys: ``ag``, ``dg``, ``other``, ``random``,
-        ``mixed`` (arrays of shape (rows, *goal_shape)) and ``infos`` (the rows' infos, a list).
+        ``mixed`` (arrays of shape (rows, *goal_shape), or (rows, 1) for scalar goals, the way replay
+        buffers store and batch them) and ``infos`` (the rows' infos, a list).
         """
         if self._probe is None:
             transitions = self.transitions
@@ -165,6 +166,8 @@ class Context:
             ag = np.stack([transitions[i].ag for i in idx])
             dg = np.stack([transitions[i].dg for i in idx])
             other_ag = np.stack([transitions[i].ag for i in other])
+            if ag.ndim == 1:  # scalar goals (Discrete): buffers store them with shape (1,), as SB3's does
+                ag, dg, other_ag = ag[:, None], dg[:, None], other_ag[:, None]
             random = self.random_goals(size).astype(dg.dtype, copy=False).reshape(dg.shape)
             kind = np.arange(size) % 4
             mixed = dg.copy()

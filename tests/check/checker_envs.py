@@ -316,6 +316,61 @@ class TerminationMismatchEnv(ReachEnv):
         return obs, reward, bool(info["is_success"]), truncated, info
 
 
+class TerminatesWithoutComputeTerminatedEnv(ReachEnv):
+    """step ends the episode on success, and the env has no compute_terminated to say so for other goals
+    (stable-baselines3's BitFlippingEnv and highway-env's parking do this; SB3 issue 627)."""
+
+    compute_terminated = None  # type: ignore[assignment]
+
+    def step(self, action: np.ndarray):
+        self._move(action)
+        obs = self._obs()
+        info = self._info(obs)
+        reward = float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], info))
+        return obs, reward, info["is_success"], False, info
+
+
+class OneEntryOutOfBoundsEnv(ReachEnv):
+    """One entry of the observation (index 7 of 25) lies outside the space's bounds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.observation_space["observation"] = spaces.Box(-1.0, 1.0, shape=(25,), dtype=np.float64)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        obs = super()._obs()
+        obs["observation"][7] = 2.0
+        return obs
+
+
+class DictGoalEnv(ReachEnv):
+    """Goals are dicts of arrays (as Gymnasium-Robotics' FrankaKitchen has)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        goal = spaces.Dict({"hand": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float64)})
+        self.observation_space = spaces.Dict(
+            {"observation": self.observation_space["observation"], "achieved_goal": goal, "desired_goal": goal}
+        )
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        return super().compute_reward(achieved_goal["hand"], desired_goal["hand"], info)
+
+    def _obs(self) -> dict[str, Any]:
+        obs: dict[str, Any] = super()._obs()
+        obs["achieved_goal"], obs["desired_goal"] = {"hand": obs["achieved_goal"]}, {"hand": obs["desired_goal"]}
+        return obs
+
+    def _info(self, obs: dict[str, Any]) -> dict[str, Any]:
+        return {"is_success": bool(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], None) == 0)}
+
+    def step(self, action: np.ndarray):
+        self._move(action)
+        obs = self._obs()
+        info = self._info(obs)
+        return obs, float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], info)), False, False, info
+
+
 class ScalarTerminatedEnv(ReachEnv):
     """compute_terminated collapses a batch to one bool (as Gymnasium-Robotics' maze does)."""
 

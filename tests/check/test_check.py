@@ -128,12 +128,27 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
         {"compute_reward_pure": "warn", "rollout_determinism": "warn"},
     ),
     (
-        "holds a lambda", reach(ce.UnpicklableEnv), "pickle", "fail",
+        "holds a lambda", reach(ce.UnpicklableEnv), "pickle", "warn",
         "pickle.loads(pickle.dumps(env)) raised", {},
     ),
     (
-        "deepcopy shares state", reach(ce.SharedStateCopyEnv), "deepcopy", "fail",
+        "deepcopy shares state", reach(ce.SharedStateCopyEnv), "deepcopy", "warn",
         "after copy.deepcopy(env), the copy and the original disagree", {},
+    ),
+    (
+        "ends on success without compute_terminated", reach(ce.TerminatesWithoutComputeTerminatedEnv),
+        "compute_terminated", "fail", "but the env defines no compute_terminated", {},
+    ),
+    (
+        "one entry out of its bounds", reach(ce.OneEntryOutOfBoundsEnv), "observations_in_space", "fail",
+        "observation[7] = 2 is outside its bounds [-1, 1] (1 of 25 entries of 'observation' are out of "
+        "bounds)",
+        {},
+    ),
+    (
+        "goals are dicts of arrays", reach(ce.DictGoalEnv), "observation_space", "fail",
+        "achieved_goal and desired_goal are Dict spaces; HER stores and relabels each goal as one array",
+        {},
     ),
     (
         "returns a view of its state", reach(ce.AliasedObsEnv), "observations_not_aliased", "fail",
@@ -426,22 +441,24 @@ def test_vector_env_of_broken_envs_fails_the_batch_check() -> None:
 
 
 def test_sb3_bit_flipping_env() -> None:
-    """SB3's BitFlippingEnv keeps the contract, but returns shape (1,) for one transition (a warning).
+    """SB3's BitFlippingEnv keeps the reward contract, but returns shape (1,) for one transition (a
+    warning), and ends episodes on success without a compute_terminated (SB3 issue 627: relabelled
+    transitions keep the original goal's done flag), which fails.
 
-    Its discrete-observation variant flags every batch as one goal: compute_reward treats a batch of
-    Discrete goals of shape (B,) as a single bit string and returns one reward. (SB3's own buffer only
-    works with it because it stores Discrete goals with an extra axis, shape (B, 1).)
+    Its discrete-observation variant gets the same verdicts: the checker batches Discrete goals as
+    (B, 1), the way SB3's buffer and ours store them (read as (B,), its compute_reward takes the batch
+    for one bit string).
     """
     pytest.importorskip("stable_baselines3")
     from stable_baselines3.common.envs import BitFlippingEnv
 
-    report = check_goal_env(BitFlippingEnv(n_bits=8))
-    assert not_pass(report) == {"compute_reward_vectorized": "warn"}
-    assert "returns shape (1,), not a scalar" in report.result("compute_reward_vectorized").message
-
-    report = check_goal_env(BitFlippingEnv(n_bits=8, discrete_obs_space=True))
-    assert not_pass(report) == {"compute_reward_vectorized": "fail"}
-    assert "returns shape (1,) instead of (2,)" in report.result("compute_reward_vectorized").message
+    for discrete in (False, True):
+        report = check_goal_env(BitFlippingEnv(n_bits=8, discrete_obs_space=discrete))
+        assert not_pass(report) == {"compute_reward_vectorized": "warn", "compute_terminated": "fail"}
+        assert "returns shape (1,), not a scalar" in report.result("compute_reward_vectorized").message
+        message = report.result("compute_terminated").message
+        assert "1 of 1 terminations in the rollout, first at step 99, came with the goal reached" in message
+        assert "stable-baselines3 issue 627" in message
 
 
 def test_highway_parking_breaks_the_reward_contract_on_collision() -> None:
