@@ -9,6 +9,7 @@ and after which others, is the table in :mod:`goalenvs.check.specs`.
 from __future__ import annotations
 
 import copy
+import gc
 import pickle
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -44,9 +45,11 @@ def check_observation_space(ctx: Context) -> Verdict:
     try:
         check_goal_space(ctx.space)
     except GoalEnvError as err:
-        goals = [ctx.space.spaces.get(k) for k in ("achieved_goal", "desired_goal")] if isinstance(
-            ctx.space, spaces.Dict
-        ) else []
+        goals = (
+            [ctx.space.spaces.get(k) for k in ("achieved_goal", "desired_goal")]
+            if isinstance(ctx.space, spaces.Dict)
+            else []
+        )
         if any(isinstance(g, (spaces.Dict, spaces.Tuple)) for g in goals):
             return "fail", (
                 f"{err}. Nothing else is checked. Fix: to train with HER, wrap the env so that each goal is "
@@ -343,24 +346,52 @@ def _copy_check(ctx: Context, how: str, clone: Callable[[Any], Any], recipe_stat
     Single envs only: a vector env is rebuilt from env functions, not copied.
     """
     env = ctx.env
-    env.reset(seed=ctx.seed)
     space = copy.deepcopy(ctx.action_space)
     space.seed(ctx.seed + 2)
-    for _ in range(2):
-        terminated, truncated = env.step(space.sample())[2:4]
-        if np.any(np.logical_or(terminated, truncated)):
-            env.reset()
+    try:
+        env.reset(seed=ctx.seed)
+        for _ in range(2):
+            terminated, truncated = env.step(space.sample())[2:4]
+            if np.any(np.logical_or(terminated, truncated)):
+                env.reset()
+    except Exception as err:  # an earlier copy check left it broken, and said so
+        raise Skip(f"the env no longer steps ({type(err).__name__}: {err})") from err
     try:
         twin = clone(env)
     except Exception as err:
         return "warn", (
             f"{how} raised {type(err).__name__}: {err}. HER training does not copy envs, but saving, "
-            "forking (SubprocVecEnv) and snapshotting an env for reproducible experiments do. Likely cause: an attribute holding a lambda, "
-            "an open file, a lock or a live simulator handle. Fix: keep such things out of the env or "
+            "forking (SubprocVecEnv) and snapshotting an env for reproducible experiments do. Likely "
+            "cause: an attribute holding a lambda, an open file, a lock or a live simulator handle. Fix: keep such things out of the env or "
             "implement __getstate__/__setstate__ (or __deepcopy__)."
         )
-    action = space.sample()
-    want = env.step(action)
+    verdict = _compare_copy(env, twin, how, space.sample(), ctx.seed + 3, recipe_status)
+    del twin
+    gc.collect()  # a copy that releases a shared resource when collected does it now
+    try:
+        env.reset(seed=ctx.seed)
+        env.step(space.sample())
+    except Exception as err:
+        return "warn", _broken_original(f"once the copy made by {how} was deleted", err)
+    return verdict
+
+
+def _broken_original(when: str, err: Exception) -> str:
+    return (
+        f"{when}, the original env no longer steps: it raised {type(err).__name__}: {err}. The copy "
+        "shares a live resource with the original (a simulator client or handle) and released it. HER "
+        "training does not copy envs, but code that saves or forks one would break the env it copied. "
+        "Fix: give each copy its own resource in __deepcopy__/__setstate__, or make copying raise a "
+        "clear error."
+    )
+
+
+def _compare_copy(env: Any, twin: Any, how: str, action: Any, seed: int, recipe_status: Status) -> Verdict:
+    """How ``twin`` steps compared with ``env``: as a snapshot, or else after the same seeded reset."""
+    try:
+        want = env.step(action)
+    except Exception as err:
+        return "warn", _broken_original(f"after {how}", err)
     try:
         got = twin.step(action)
         snapshot_diff = _step_difference(want, got)
@@ -369,8 +400,8 @@ def _copy_check(ctx: Context, how: str, clone: Callable[[Any], Any], recipe_stat
     if snapshot_diff is None:
         return "pass", f"{how} gives an independent snapshot that steps exactly like the original."
     try:
-        first = env.reset(seed=ctx.seed + 3)[0]
-        second = twin.reset(seed=ctx.seed + 3)[0]
+        first = env.reset(seed=seed)[0]
+        second = twin.reset(seed=seed)[0]
         recipe_diff = None if same(first, second) else f"reset observation {first_difference(first, second)}"
         recipe_diff = recipe_diff or _step_difference(env.step(action), twin.step(action))
     except Exception as err:
@@ -385,8 +416,8 @@ def _copy_check(ctx: Context, how: str, clone: Callable[[Any], Any], recipe_stat
     return "warn", (
         f"after {how}, the copy and the original disagree: as a snapshot, {snapshot_diff}; after the same "
         f"seeded reset, {recipe_diff}. HER training does not copy envs, but code that snapshots or forks "
-        "one would get an env that is not the original. Likely cause: the copy shares mutable state with the original (a "
-        "simulator handle, a random generator) or loses part of it. Fix: make every piece of state "
+        "one would get an env that is not the original. Likely cause: the copy shares mutable state "
+        "with the original (a simulator handle, a random generator) or loses part of it. Fix: make every piece of state "
         "copyable, or implement __deepcopy__/__getstate__ that copies it."
     )
 

@@ -397,7 +397,8 @@ def _terminated_undefined(ctx: Context) -> Verdict:
     if not at_goal:
         seen = (
             f"none of the {len(ended)} terminations in the rollout came with the goal reached"
-            if ended else "no step of the rollout terminated"
+            if ended
+            else "no step of the rollout terminated"
         )
         return "pass", (
             f"not defined (optional); {seen}, so step's terminated flags are taken as they are (an env "

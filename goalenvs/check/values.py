@@ -72,12 +72,32 @@ def same(a: Any, b: Any) -> bool:
 
 
 def first_difference(a: Any, b: Any) -> str:
-    """Which part of two observations / step results differs, for messages."""
+    """Which part of two observations / step results differs, for messages: the key, and for arrays of
+    one shape the index of the first entry that differs (a long array's rendering would hide it)."""
     if isinstance(a, Mapping) and isinstance(b, Mapping):
         for k in a:
             if k not in b or not same(a[k], b[k]):
-                return f"{k!r} ({fmt(a[k])} vs {fmt(b.get(k))})"
-    return f"{fmt(a)} vs {fmt(b)}"
+                return f"{k!r} {_entry_difference(a[k], b.get(k))}"
+    return _entry_difference(a, b)
+
+
+def _entry_difference(a: Any, b: Any) -> str:
+    xa, xb = np.asarray(a), np.asarray(b)
+    if xa.shape == xb.shape and xa.size > 1 and xa.dtype != object and xb.dtype != object:
+        with np.errstate(invalid="ignore"):
+            differs = ~(
+                (xa == xb) | (np.isnan(xa) & np.isnan(xb))
+                if np.issubdtype(xa.dtype, np.inexact)
+                else (xa == xb)
+            )
+        if differs.any():
+            index = tuple(int(i) for i in np.argwhere(differs)[0])
+            at = ", ".join(map(str, index))
+            va, vb = fmt(xa[index]), fmt(xb[index])
+            if va == vb:  # a difference below fmt's 6 digits: show every digit
+                va, vb = repr(xa[index].item()), repr(xb[index].item())
+            return f"([{at}]: {va} vs {vb}; {int(differs.sum())} of {differs.size} entries differ)"
+    return f"({fmt(a)} vs {fmt(b)})"
 
 
 def copy_obs(obs: Any) -> Any:

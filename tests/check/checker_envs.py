@@ -350,7 +350,11 @@ class DictGoalEnv(ReachEnv):
         super().__init__()
         goal = spaces.Dict({"hand": spaces.Box(-1.0, 1.0, shape=(3,), dtype=np.float64)})
         self.observation_space = spaces.Dict(
-            {"observation": self.observation_space["observation"], "achieved_goal": goal, "desired_goal": goal}
+            {
+                "observation": self.observation_space["observation"],
+                "achieved_goal": goal,
+                "desired_goal": goal,
+            }
         )
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
@@ -358,7 +362,10 @@ class DictGoalEnv(ReachEnv):
 
     def _obs(self) -> dict[str, Any]:
         obs: dict[str, Any] = super()._obs()
-        obs["achieved_goal"], obs["desired_goal"] = {"hand": obs["achieved_goal"]}, {"hand": obs["desired_goal"]}
+        obs["achieved_goal"], obs["desired_goal"] = (
+            {"hand": obs["achieved_goal"]},
+            {"hand": obs["desired_goal"]},
+        )
         return obs
 
     def _info(self, obs: dict[str, Any]) -> dict[str, Any]:
@@ -368,7 +375,13 @@ class DictGoalEnv(ReachEnv):
         self._move(action)
         obs = self._obs()
         info = self._info(obs)
-        return obs, float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], info)), False, False, info
+        return (
+            obs,
+            float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], info)),
+            False,
+            False,
+            info,
+        )
 
 
 class ScalarTerminatedEnv(ReachEnv):
