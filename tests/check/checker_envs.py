@@ -294,6 +294,27 @@ class SharedStateCopyEnv(ReachEnv):
         return clone
 
 
+_CLIENTS: dict[int, bool] = {}  # client id -> connected, as pybullet keeps its physics clients
+
+
+class SharedClientEnv(ReachEnv):
+    """Steps through a simulator client that its copies share by id and disconnect when deleted (as
+    panda-gym's pybullet envs do): copying breaks the original once the copy is collected."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.client = len(_CLIENTS)
+        _CLIENTS[self.client] = True
+
+    def __del__(self) -> None:
+        _CLIENTS[self.client] = False
+
+    def step(self, action: np.ndarray):
+        if not _CLIENTS[self.client]:
+            raise RuntimeError("Not connected to physics server.")
+        return super().step(action)
+
+
 class AliasedObsEnv(ReachEnv):
     """Returns its own position array as the achieved goal and updates it in place."""
 

@@ -136,6 +136,12 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
         "after copy.deepcopy(env), the copy and the original disagree", {},
     ),
     (
+        "copies share a simulator client", reach(ce.SharedClientEnv), "deepcopy", "warn",
+        "once the copy made by copy.deepcopy(env) was deleted, the original env no longer steps: it raised "
+        "RuntimeError: Not connected to physics server.",
+        {},
+    ),
+    (
         "ends on success without compute_terminated", reach(ce.TerminatesWithoutComputeTerminatedEnv),
         "compute_terminated", "fail", "but the env defines no compute_terminated", {},
     ),
@@ -222,6 +228,14 @@ def test_empty_infos_check_names_the_fix_and_keeps_goalenvs_warnings_for_trainin
     assert "the crash penalty (collision_reward) is lost in relabelling" in result.message
     with pytest.warns(UserWarning, match="crash penalty"):
         env.unwrapped.compute_reward(np.zeros((2, 6)), np.zeros((2, 6)), [{}, {}])
+
+
+def test_a_copy_that_broke_the_env_skips_the_later_copy_check() -> None:
+    report = check_goal_env(ce.make_reach(ce.SharedClientEnv))
+    assert (
+        dict(report.skipped)["pickle"]
+        == "the env no longer steps (RuntimeError: Not connected to physics server.)"
+    )
 
 
 def test_messages_name_cause_and_fix() -> None:
