@@ -20,7 +20,7 @@ from gymnasium import spaces
 
 from goalenvs.check.context import Context
 from goalenvs.check.report import Skip, Status, Verdict
-from goalenvs.check.values import copy_obs, describe_space, first_difference, fmt, same
+from goalenvs.check.values import copy_info, copy_obs, describe_space, first_difference, fmt, same
 from goalenvs.core import GoalEnvError, check_goal_space
 
 __all__ = [
@@ -237,7 +237,48 @@ def check_observations_not_aliased(ctx: Context) -> Verdict:
                 "(e.g. {'achieved_goal': self.pos}), so a buffer that keeps the returned arrays (HER "
                 "episode storage does) sees stored goals move. Fix: return copies (self.pos.copy())."
             )
-    return "pass", "observations, once returned, are never modified by later steps."
+    changed = _changed_info(ctx)
+    if changed is not None:
+        return changed
+    return "pass", "observations and infos, once returned, are never modified by later steps."
+
+
+def _changed_info(ctx: Context) -> Verdict | None:
+    """An info entry that changed after its step returned it (a live list or array of the env's).
+
+    Single envs only: a vector env builds its batched infos afresh at every step.
+    """
+    if ctx.vector:
+        return None
+    for k, ev in enumerate(ctx.events):
+        if not isinstance(ev.info_ref, Mapping) or not isinstance(ev.info, Mapping):
+            continue
+        for key, value in ev.info_ref.items():
+            try:
+                if key not in ev.info or not same(copy_info(value), value) or same(ev.info[key], value):
+                    continue  # unchanged, or compared by identity (a copy tells nothing)
+            except Exception:  # values that cannot be compared (object arrays of arrays)
+                continue
+            n_step = sum(e.kind == "step" for e in ctx.events[: k + 1])
+            status: Status = "warn"
+            effect = "A buffer or recorder that keeps infos without a deep copy would store changing data."
+            fn = ctx.find("compute_reward")
+            tr = next((t for t in ctx.transitions if t.step == n_step - 1), None)
+            if fn is not None and tr is not None and ev.kind == "step":
+                try:
+                    if not same(fn[0](tr.ag, tr.dg, ev.info), fn[0](tr.ag, tr.dg, ev.info_ref)):
+                        status = "fail"
+                        effect = (
+                            "compute_reward reads it, so relabelled rewards would come from changed data."
+                        )
+                except Exception:  # a raising compute_reward is reported by its own checks
+                    pass
+            return status, (
+                f"info[{key!r}] returned after {n_step} step(s) changed later: {first_difference(ev.info[key], value)}. "
+                f"The env returns a live object of its own (a list it appends to, an array it updates). {effect} "
+                "Fix: return copies (list(self.tasks_done), self.array.copy())."
+            )
+    return None
 
 
 def check_desired_goal_fixed(ctx: Context) -> Verdict:

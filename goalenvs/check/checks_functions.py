@@ -16,7 +16,15 @@ import numpy as np
 
 from goalenvs._util import object_array
 from goalenvs.check.context import GOAL_FUNCTIONS, Context
-from goalenvs.check.contract import ATOL, batch_verdict, call, close, flag_agrees, reward_agrees, reward_lags
+from goalenvs.check.contract import (
+    ATOL,
+    batch_verdict,
+    call,
+    flag_agrees,
+    reward_agrees,
+    reward_lags,
+    rewards_close,
+)
 from goalenvs.check.report import Skip, Verdict
 from goalenvs.check.rollout import Transition
 from goalenvs.check.values import QuietGoalFunctions, and_, copy_info, fmt, same
@@ -96,7 +104,13 @@ def check_reward_contract(ctx: Context) -> Verdict:
         " Likely cause: step adds a term compute_reward lacks (a collision or action penalty), or uses a "
         "goal other than the observation's."
     )
-    if reward_lags(fn, tr.prev_ag, tr.dg, tr.info, tr.reward):
+    if np.asarray(value).dtype == bool:
+        cause = (
+            " compute_reward returns booleans, which buffers store as 1.0 (True) and 0.0 (False), so "
+            "relabelled rewards get another scale or sign than step's. Fix it first: return float rewards "
+            "(e.g. -(distance > threshold).astype(np.float32))."
+        )
+    elif reward_lags(fn, tr.prev_ag, tr.dg, tr.info, tr.reward):
         cause = (
             " The step reward equals compute_reward of the achieved goal *before* the step: step "
             "computes the reward before applying the action, but r_t depends on s_{t+1}."
@@ -219,7 +233,7 @@ def check_vector_batch_reward(ctx: Context) -> Verdict:
                 "last axis only."
             )
         mask = ev.valid
-        if not close(value[mask], np.asarray(ev.reward).reshape(n)[mask]):
+        if not rewards_close(value[mask], np.asarray(ev.reward).reshape(n)[mask]):
             return "fail", (
                 f"at vector step {k}, compute_reward on the batch gives {fmt(value)} but step returned "
                 f"{fmt(ev.reward)}. Fix: have step return compute_reward of its own observation batch."
@@ -275,11 +289,11 @@ def check_compute_reward_pure(ctx: Context) -> Verdict:
             "same transitions from the same seed and actions (see rollout_determinism)."
         )
     return "fail", (
-        f"calling compute_reward/compute_terminated/compute_truncated with random goals between steps "
-        "changed "
-        f"the env's transitions (replayed from the same seed and actions; first difference at {diff}). A "
-        "replay buffer calls these between env steps, so the env would behave differently under HER. Likely "
-        "cause: they set env state (self.goal = desired_goal) or draw from self.np_random. " + _FIX_PURE
+        "calling compute_reward/compute_terminated/compute_truncated between steps, with random goals and "
+        f"with reached goals, changed the env's transitions (replayed from the same seed and actions; first "
+        f"difference at {diff}). A replay buffer calls these between env steps, so the env would behave "
+        "differently under HER. Likely cause: they set env state (self.goal = desired_goal, a new target "
+        "when a goal counts as reached, a list of tasks done) or draw from self.np_random. " + _FIX_PURE
     )
 
 
@@ -385,7 +399,7 @@ def _at_goal(ctx: Context, tr: Transition) -> bool:
     if found is None:
         return False
     try:
-        return close(call(found[0], tr.ag, tr.ag, tr.info), tr.reward)
+        return rewards_close(call(found[0], tr.ag, tr.ag, tr.info), tr.reward)
     except Exception:  # a raising compute_reward is reported by its own checks
         return False
 
@@ -507,4 +521,47 @@ def check_empty_infos(ctx: Context) -> Verdict:
         text = " ".join(warned[0][1].split())
         text = text if len(text) <= 300 else text[:297] + "..."
         message += f" {and_([name for name, _ in warned])} warned then; the first: {text}"
-    return "pass", message
+    other = _other_info_layouts(ctx, names, ag, dg, step_infos)
+    if other is not None:
+        return "warn", other
+    return "pass", message + " They also accept info=None and one dict of arrays for the batch."
+
+
+def _other_info_layouts(
+    ctx: Context, names: list[str], ag: np.ndarray, dg: np.ndarray, infos: list[Any]
+) -> str | None:
+    """What goes wrong when the goal functions get a batch's info as None (what stable-baselines 2 passed)
+    or as one dict of arrays (OpenAI baselines' layout, and a vector env's), or None if nothing does."""
+    layouts: list[tuple[str, Any]] = [("info=None (what stable-baselines 2's HER passed)", None)]
+    keys = {frozenset(info) for info in infos if isinstance(info, Mapping)}
+    if len(keys) == 1 and all(isinstance(info, Mapping) for info in infos):
+        try:
+            columns = {k: np.asarray([info[k] for info in infos]) for k in next(iter(keys))}
+            layouts.append(("one dict of arrays for the batch (OpenAI baselines' layout)", columns))
+        except Exception:  # entries numpy cannot stack: no such layout to try
+            pass
+    for name in names:
+        fn = ctx.fn(name)
+        with QuietGoalFunctions():
+            try:
+                want = call(fn, ag, dg, list(infos))
+                if not rewards_close(call(fn, ag, dg, list(infos)), want):
+                    continue  # an impure function: compute_reward_pure says so
+            except Exception:  # a raise on the step infos themselves is compute_reward_vectorized's
+                continue
+            for label, info in layouts:
+                try:
+                    got = call(fn, ag, dg, info)
+                except Exception as err:
+                    return (
+                        f"{name} raised {type(err).__name__}: {err} on {label}. Buffers that pass infos that "
+                        "way stop at their first sample. Fix: read infos through goalenvs.info_values, "
+                        "which accepts None, one dict (of arrays) and a list or array of dicts."
+                    )
+                if info is not None and not rewards_close(got, want):
+                    return (
+                        f"{name} gives other values on {label} than on the same infos as a list of dicts "
+                        f"({fmt(got)} vs {fmt(want)}); a buffer using that layout would learn from them. Fix: "
+                        "read infos through goalenvs.info_values."
+                    )
+    return None

@@ -134,6 +134,9 @@ class Context:
     def _interleave(self, k: int, last_info: Any) -> None:
         n = 4
         ag, dg = self.random_goals(n), self.random_goals(n)
+        # Also goals that are reached (achieved goal = desired goal), as "future" relabelling makes them:
+        # a function that acts on a reached goal (resets the target, counts a task done) shows then.
+        reached = (self.probe()["ag"][:n] if self.transitions else ag).copy()
         infos = [last_info] * n
         for name in GOAL_FUNCTIONS:
             found = self.find(name)
@@ -141,7 +144,10 @@ class Context:
                 continue
             # last_info may be a reset's info, which goal functions need not understand: no warnings.
             with QuietGoalFunctions():
-                for args in ((ag, dg, infos), (ag[0], dg[0], last_info)):
+                for args in (
+                    (ag, dg, infos), (ag[0], dg[0], last_info),
+                    (reached, reached, infos[: len(reached)]), (reached[0], reached[0], last_info),
+                ):  # fmt: skip
                     try:
                         found[0](*args)
                     except Exception:  # a raising function is reported by its own check

@@ -23,6 +23,7 @@ __all__ = [
     "goal",
     "reward_agrees",
     "reward_lags",
+    "rewards_close",
 ]
 
 # Rewards recomputed from the same inputs are usually bit-identical, but a batched reduction may
@@ -57,10 +58,19 @@ def call(fn: Callable[..., Any], achieved_goal: Any, desired_goal: Any, info: An
     return np.asarray(fn(np.array(achieved_goal, copy=True), np.array(desired_goal, copy=True), info))
 
 
+def rewards_close(value: Any, reward: Any) -> bool:
+    """Rewards equal as the numbers a buffer stores: a boolean ``compute_reward`` result counts as 0.0 or
+    1.0 (buffers cast rewards to float), so ``True`` does not equal a step reward of ``-1.0``."""
+    xa, xb = np.asarray(value), np.asarray(reward)
+    if xa.dtype == object or xb.dtype == object:
+        return close(xa, xb)
+    return close(xa.astype(np.float64), xb.astype(np.float64))
+
+
 def reward_agrees(value: Any, reward: Any) -> bool:
     """``compute_reward``'s ``value`` for one transition is one number equal to the step's ``reward``."""
     value, reward = np.asarray(value), np.asarray(reward, dtype=np.float64)
-    return value.size == 1 and reward.size == 1 and close(value.reshape(()), reward.reshape(()))
+    return value.size == 1 and reward.size == 1 and rewards_close(value.reshape(()), reward.reshape(()))
 
 
 def reward_lags(

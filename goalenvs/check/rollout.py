@@ -24,12 +24,14 @@ __all__ = ["Event", "Rollout", "Transition"]
 
 @dataclass
 class Event:
-    """One raw ``reset`` or ``step`` return, as recorded (``obs`` is a copy, ``obs_ref`` what came back)."""
+    """One raw ``reset`` or ``step`` return, as recorded (``obs`` and ``info`` are copies, ``obs_ref`` and
+    ``info_ref`` what came back)."""
 
     kind: Literal["reset", "step"]
     obs: Any
     obs_ref: Any
     info: Any
+    info_ref: Any = None
     reward: Any = None
     terminated: Any = None
     truncated: Any = None
@@ -116,7 +118,7 @@ class Rollout:
         """Reset with the seed and take ``n_steps`` steps, sampling new actions when ``actions`` is None."""
         env = self.env
         obs, info = env.reset(seed=self.seed)
-        events = [Event("reset", copy_obs(obs), obs, copy_info(info))]
+        events = [Event("reset", copy_obs(obs), obs, copy_info(info), info)]
         for k in range(self.n_steps):
             if actions is None:
                 action = self.action_space.sample()
@@ -127,13 +129,15 @@ class Rollout:
                 before_step(k, events[-1].info)
             obs, reward, terminated, truncated, info = env.step(action)
             events.append(
-                Event("step", copy_obs(obs), obs, copy_info(info), np.copy(reward), terminated, truncated)
+                Event(
+                    "step", copy_obs(obs), obs, copy_info(info), info, np.copy(reward), terminated, truncated
+                )
             )
             done = np.logical_or(terminated, truncated)
             # A single env must be reset by hand; so must a vector env that does not autoreset.
             if np.any(done) and self.autoreset in (None, "Disabled"):
                 obs, info = env.reset()
-                events.append(Event("reset", copy_obs(obs), obs, copy_info(info)))
+                events.append(Event("reset", copy_obs(obs), obs, copy_info(info), info))
         return events
 
     def _single_transitions(self) -> list[Transition]:

@@ -405,6 +405,71 @@ class DictGoalEnv(ReachEnv):
         )
 
 
+class BoolRewardEnv(ReachEnv):
+    """compute_reward returns a bool "not there yet" flag while step returns -1.0 for it: buffers store
+    the bool as +1.0, so relabelled failures get the opposite sign."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        return np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1) > THRESHOLD
+
+    def step(self, action: np.ndarray):
+        obs, _, terminated, truncated, info = super().step(action)
+        reward = -float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], info))
+        return obs, reward, terminated, truncated, info
+
+
+class InfoNoneEnv(ReachEnv):
+    """compute_reward iterates over the info batch, so info=None (stable-baselines 2's HER) raises."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        infos = [info] if isinstance(info, dict) else info
+        bonus = np.array([float(i.get("bonus", 0.0)) for i in infos])
+        return super().compute_reward(achieved_goal, desired_goal, info) + bonus.reshape(
+            np.shape(achieved_goal)[:-1]
+        )
+
+
+class InfoListOnlyEnv(ReachEnv):
+    """compute_reward reads infos as dicts of one transition each, so one dict of arrays for the batch
+    (OpenAI baselines' layout) raises."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        for one in [] if info is None else [info] if isinstance(info, dict) else info:
+            float(one.get("is_success", False))  # one transition's flag; a batch's array raises
+        return super().compute_reward(achieved_goal, desired_goal, info)
+
+
+class TasksDoneRewardEnv(ReachEnv):
+    """compute_reward counts the reached goals it is given in the env's state, which the observation
+    shows (as FrankaKitchen's compute_reward updates its completed tasks): relabelling changes the env."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.done_tasks = 0
+        return super().reset(seed=seed, options=options)
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        reward = super().compute_reward(achieved_goal, desired_goal, info)
+        self.done_tasks = getattr(self, "done_tasks", 0) + int(np.sum(reward == 0))
+        return reward
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        obs = super()._obs()
+        obs["observation"][-1] = getattr(self, "done_tasks", 0)
+        return obs
+
+
+class AliasedInfoEnv(ReachEnv):
+    """info["path"] is the env's own list of positions, appended to at every step."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.path: list[float] = []
+        return super().reset(seed=seed, options=options)
+
+    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        self.path.append(float(obs["achieved_goal"][0]))
+        return {**super()._info(obs), "path": self.path}
+
+
 class ScalarTerminatedEnv(ReachEnv):
     """compute_terminated collapses a batch to one bool (as Gymnasium-Robotics' maze does)."""
 

@@ -142,6 +142,26 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
         {},
     ),
     (
+        "compute_reward returns a bool flag, step -1.0", reach(ce.BoolRewardEnv), "reward_contract", "fail",
+        "step gave -1, compute_reward gives True. compute_reward returns booleans", {"best_reward_at_goal": "warn"},
+    ),
+    (
+        "compute_reward cannot take info=None", reach(ce.InfoNoneEnv), "empty_infos", "warn",
+        "compute_reward raised TypeError: 'NoneType' object is not iterable on info=None", {},
+    ),
+    (
+        "compute_reward cannot take one dict of arrays", reach(ce.InfoListOnlyEnv), "empty_infos", "warn",
+        "on one dict of arrays for the batch (OpenAI baselines' layout)", {},
+    ),
+    (
+        "compute_reward records reached goals in the env", reach(ce.TasksDoneRewardEnv), "compute_reward_pure",
+        "fail", "with reached goals, changed the env's transitions", {},
+    ),
+    (
+        "info holds the env's live list", reach(ce.AliasedInfoEnv), "observations_not_aliased", "warn",
+        "info['path'] returned after 1 step(s) changed later", {},
+    ),
+    (
         "ends on success without compute_terminated", reach(ce.TerminatesWithoutComputeTerminatedEnv),
         "compute_terminated", "fail", "but the env defines no compute_terminated", {},
     ),
