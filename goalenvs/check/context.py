@@ -11,8 +11,8 @@ import numpy as np
 
 from goalenvs._util import time_limit, wrapper_layers
 from goalenvs.check.report import Skip
-from goalenvs.check.rollout import Event, Rollout, Transition
-from goalenvs.check.values import QuietGoalFunctions
+from goalenvs.check.rollout import Event, Rollout, Transition, slice_obs
+from goalenvs.check.values import QuietGoalFunctions, copy_obs
 
 __all__ = ["GOAL_FUNCTIONS", "Context"]
 
@@ -20,6 +20,8 @@ __all__ = ["GOAL_FUNCTIONS", "Context"]
 GOAL_FUNCTIONS = ("compute_reward", "compute_terminated", "compute_truncated")
 # How many (achieved goal, desired goal, info) rows of the rollout the function checks look at.
 _N_PROBE = 32
+#: Resets beyond the rollout's that the goal checks look at (after one seeded with ``seed + 4``).
+EXTRA_RESETS = 10
 
 
 class Context:
@@ -50,6 +52,7 @@ class Context:
         self._fns: dict[str, tuple[Callable[..., Any], str, int] | None] = {}
         self._replays: dict[bool, str | None] = {}
         self._probe: dict[str, Any] | None = None
+        self._resets: list[dict[str, Any]] | None = None
         self._goal_space: gym.Space | None = None
 
     @property
@@ -112,6 +115,31 @@ class Context:
                 return found[1]
         spec = getattr(self.env, "spec", None)
         return getattr(spec, "max_episode_steps", None) if self.vector else None
+
+    def _split(self, obs: Any) -> list[Any]:
+        return [slice_obs(obs, i) for i in range(self.num_envs)] if self.vector else [obs]
+
+    def reset_observations(self) -> list[dict[str, Any]]:
+        """The observations of the rollout's resets and of :data:`EXTRA_RESETS` more (one per sub-env of
+        a vector env), as copies; the extra resets follow one ``reset(seed=seed + 4)``."""
+        if self._resets is None:
+            found = [o for ev in self.events if ev.kind == "reset" for o in self._split(ev.obs)]
+            self.env.reset(seed=self.seed + 4)
+            for _ in range(EXTRA_RESETS):
+                found += self._split(copy_obs(self.env.reset()[0]))
+            self._resets = found
+        return self._resets
+
+    def step_observations(self) -> list[dict[str, Any]]:
+        """The rollout's step observations (one per sub-env, autoreset steps left out)."""
+        found = []
+        for ev in self.events:
+            if ev.kind != "step":
+                continue
+            subs = self._split(ev.obs)
+            valid = ev.valid if ev.valid is not None else np.ones(len(subs), dtype=bool)
+            found += [o for o, ok in zip(subs, valid, strict=True) if ok]
+        return found
 
     def record(self) -> None:
         """Record the rollout every later check reads."""

@@ -19,7 +19,7 @@ from goalenvs.check import contract
 from goalenvs.check.report import Skip
 from goalenvs.check.values import copy_info, copy_obs, first_difference, fmt, same
 
-__all__ = ["Event", "Rollout", "Transition"]
+__all__ = ["Event", "Rollout", "Transition", "slice_obs"]
 
 
 @dataclass
@@ -183,7 +183,7 @@ class Rollout:
         for ev in self.events:
             if ev.kind == "reset":
                 for i in range(n):
-                    new_episode(i, _slice_obs(ev.obs, i))
+                    new_episode(i, slice_obs(ev.obs, i))
                 pending[:] = False
                 continue
             step += 1
@@ -192,7 +192,7 @@ class Rollout:
             rewards = np.asarray(ev.reward).reshape(n)
             valid = np.ones(n, dtype=bool)
             for i in range(n):
-                obs_i = _slice_obs(ev.obs, i)
+                obs_i = slice_obs(ev.obs, i)
                 if self.autoreset == "NextStep" and pending[i]:
                     valid[i] = False
                     pending[i] = False
@@ -204,8 +204,8 @@ class Rollout:
                 if self.autoreset == "SameStep" and done:
                     valid[i] = False  # the batch holds the reset observation, not s_{t+1}
                     # SyncVectorEnv gives an object array of dicts; a native vector env may give a dict
-                    # of batched arrays (BitFlipVectorEnv does): _slice_obs reads both.
-                    next_obs = _slice_obs(ev.info["final_obs"], i)
+                    # of batched arrays (BitFlipVectorEnv does): slice_obs reads both.
+                    next_obs = slice_obs(ev.info["final_obs"], i)
                     info_i = _sub_env_info(ev.info.get("final_info", {}), i)
                 t[i] += 1
                 out.append(
@@ -231,9 +231,10 @@ def _goal(obs: Any, key: str) -> np.ndarray:
     return found
 
 
-def _slice_obs(obs: Any, i: int) -> Any:
+def slice_obs(obs: Any, i: int) -> Any:
+    """Sub-env ``i``'s observation from a vector env's batched one (a dict of batched arrays)."""
     if isinstance(obs, Mapping):
-        return {k: _slice_obs(v, i) for k, v in obs.items()}
+        return {k: slice_obs(v, i) for k, v in obs.items()}
     return np.asarray(obs)[i]
 
 

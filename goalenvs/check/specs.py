@@ -13,7 +13,8 @@ from typing import Literal
 
 from goalenvs.check import checks_env as env
 from goalenvs.check import checks_functions as fns
-from goalenvs.check.context import Context
+from goalenvs.check import checks_goals as goals
+from goalenvs.check.context import EXTRA_RESETS, Context
 from goalenvs.check.report import Verdict
 
 __all__ = ["CHECKS", "Check", "checks_markdown"]
@@ -66,6 +67,7 @@ CHECKS: tuple[Check, ...] = (
         "wrapper_keeps_goals", env.check_wrapper_keeps_goals, "fail",
         "no wrapper above the layer defining `compute_reward` changes the goals (`FlattenObservation`, "
         "goal rescaling: a known stable-baselines3 pitfall)",
+        skip_reason="a wrapper changes the goals",
     ),
     Check(
         "compute_reward_defined", env.check_compute_reward_defined, "fail",
@@ -84,7 +86,8 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "observations_not_aliased", env.check_observations_not_aliased, "fail",
-        "returned observations never change afterwards (no views of the env's state)",
+        "returned observations and infos never change afterwards (no views of the env's state; a changed "
+        "info is a failure only where `compute_reward` reads it)",
         after=_ROLLOUT,
     ),
     Check(
@@ -100,6 +103,18 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "achieved_goal_in_desired_space", env.check_achieved_goal_in_desired_space, "warn",
         "achieved goals fit the desired_goal space (HER puts them there)",
+        after=_ROLLOUT,
+    ),
+    Check(
+        "episode_ends", goals.check_episode_ends, "warn",
+        "episodes end (a `TimeLimit` or a termination) and last more than one step; a time limit reads as "
+        "`truncated`, not `terminated`",
+        after=_ROLLOUT,
+    ),
+    Check(
+        "goal_not_in_observation", goals.check_goal_not_in_observation, "fail",
+        "no entry of `obs['observation']` is a linear function of the desired goal (a relabelled "
+        "observation would still point at the old goal)",
         after=_ROLLOUT,
     ),
     Check(
@@ -127,12 +142,18 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "reward_depends_on_goals", fns.check_reward_depends_on_goals, "fail",
         "it reads its goal arguments, not `self.goal`",
-        after=_REWARD,
+        after=_REWARD, skip_reason="compute_reward ignores a goal argument",
     ),
     Check(
         "best_reward_at_goal", fns.check_best_reward_at_goal, "warn",
         "`compute_reward(g, g)` is the best reward",
         after=_REWARD,
+    ),
+    Check(
+        "reset_goals", goals.check_reset_goals, "warn",
+        f"at most {goals.AT_GOAL_SHARE:.0%} of resets (the rollout's and {EXTRA_RESETS} more) start with "
+        "the desired goal reached (one goal for every reset is reported, not warned about)",
+        after=_REWARD + ("wrapper_keeps_goals", "reward_depends_on_goals"),
     ),
     Check(
         "compute_terminated", fns.check_compute_terminated, "fail",
@@ -148,7 +169,8 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "empty_infos", fns.check_empty_infos, "warn",
         "`compute_reward` / `compute_terminated` / `compute_truncated` accept a list of empty dicts "
-        "(what stable-baselines3's `HerReplayBuffer` passes by default); names the info keys they need",
+        "(what stable-baselines3's `HerReplayBuffer` passes by default; names the info keys they need), "
+        "`info=None` and one dict of arrays, with the same values",
         after=_REWARD,
     ),
     Check(

@@ -82,9 +82,10 @@ class ReachEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         self.goal = self.np_random.uniform(-0.3, 0.3, size=3)
-        # Start near the goal so that random actions reach it now and then: the checker then sees
-        # successes as well as failures (as it would with a trained policy).
-        self.pos = self.goal + self.np_random.uniform(-0.04, 0.04, size=3)
+        # Start near the goal, but not at it, so that random actions reach it now and then: the checker
+        # then sees successes as well as failures (as it would with a trained policy).
+        direction = self.np_random.normal(size=3)
+        self.pos = self.goal + 0.06 * direction / np.linalg.norm(direction)
         self.vel = np.zeros(3)
         return self._obs(), {}
 
@@ -284,7 +285,8 @@ class SharedStateCopyEnv(ReachEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         gym.Env.reset(self, seed=seed)
         self.goal = self.np_random.uniform(-0.3, 0.3, size=3)
-        self.pos[:] = self.goal + self.np_random.uniform(-0.04, 0.04, size=3)
+        direction = self.np_random.normal(size=3)
+        self.pos[:] = self.goal + 0.06 * direction / np.linalg.norm(direction)
         self.vel[:] = 0.0
         return self._obs(), {}
 
@@ -468,6 +470,45 @@ class AliasedInfoEnv(ReachEnv):
     def _info(self, obs: dict[str, np.ndarray]) -> dict[str, Any]:
         self.path.append(float(obs["achieved_goal"][0]))
         return {**super()._info(obs), "path": self.path}
+
+
+class OneStepEpisodesEnv(ReachEnv):
+    """Every episode ends after one step: HER's "future" goals have nothing to draw from."""
+
+    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        return np.ones(np.shape(achieved_goal)[:-1], dtype=bool)
+
+
+class TimeoutAsTerminatedEnv(ReachEnv):
+    """The env's own 20-step time limit is reported as terminated=True, not truncated."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.t = 0
+        return super().reset(seed=seed, options=options)
+
+    def step(self, action: np.ndarray):
+        obs, reward, terminated, truncated, info = super().step(action)
+        self.t += 1
+        return obs, reward, terminated or self.t >= 20, truncated, info
+
+
+class StartsAtGoalEnv(ReachEnv):
+    """Half the resets put the agent on its goal: free successes."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = super().reset(seed=seed, options=options)
+        if self.np_random.random() < 0.5:
+            self.pos = self.goal.copy()
+        return self._obs(), info
+
+
+class GoalInObservationEnv(ReachEnv):
+    """obs['observation'] ends with goal - position, which relabelling leaves pointing at the old goal."""
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        obs = super()._obs()
+        obs["observation"][-3:] = self.goal - self.pos
+        return obs
 
 
 class ScalarTerminatedEnv(ReachEnv):

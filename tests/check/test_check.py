@@ -162,6 +162,27 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
         "info['path'] returned after 1 step(s) changed later", {},
     ),
     (
+        "no time limit", lambda: ce.ReachEnv(), "episode_ends", "warn",
+        "no episode ended within the rollout's 200 steps and the env has no TimeLimit", {},
+    ),
+    (
+        "one-step episodes", reach(ce.OneStepEpisodesEnv), "episode_ends", "warn",
+        "all 200 episodes of the rollout last one step", {},
+    ),
+    (
+        "time limit as terminated", reach(ce.TimeoutAsTerminatedEnv), "episode_ends", "warn",
+        "episodes ended with terminated=True at the same length (20 steps) without reaching their goal",
+        {"compute_terminated": "fail"},
+    ),
+    (
+        "resets on the goal", reach(ce.StartsAtGoalEnv), "reset_goals", "warn",
+        "resets start with the desired goal already reached", {},
+    ),
+    (
+        "goal - position in the observation", reach(ce.GoalInObservationEnv), "goal_not_in_observation",
+        "fail", "observation entries [22, 23, 24] are linear functions of the desired goal", {},
+    ),
+    (
         "ends on success without compute_terminated", reach(ce.TerminatesWithoutComputeTerminatedEnv),
         "compute_terminated", "fail", "but the env defines no compute_terminated", {},
     ),
@@ -283,7 +304,7 @@ def test_report_api() -> None:
         report.raise_if_failed()
     with pytest.raises(KeyError, match="no result named 'nope'"):
         report.result("nope")
-    assert report.summary().startswith("ActionPenaltyEnv: 20 passed, 0 warning(s), 1 failed")
+    assert report.summary().startswith("ActionPenaltyEnv: 23 passed, 0 warning(s), 1 failed")
 
 
 def test_env_is_left_usable_and_seeded() -> None:
