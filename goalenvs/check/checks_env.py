@@ -9,8 +9,9 @@ and after which others, is the table in :mod:`goalenvs.check.specs`.
 from __future__ import annotations
 
 import copy
-import gc
+import inspect
 import pickle
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ import numpy as np
 from gymnasium import spaces
 
 from goalenvs.check.context import Context
+from goalenvs.check.contract import call
 from goalenvs.check.report import Skip, Status, Verdict
 from goalenvs.check.values import copy_info, copy_obs, describe_space, first_difference, fmt, same
 from goalenvs.core import GoalEnvError, check_goal_space
@@ -34,6 +36,7 @@ __all__ = [
     "check_observations_not_aliased",
     "check_pickle",
     "check_reset_seeding",
+    "check_success_matches_reward",
     "check_rollout",
     "check_rollout_determinism",
     "check_wrapper_keeps_goals",
@@ -52,7 +55,7 @@ def check_observation_space(ctx: Context) -> Verdict:
         )
         if any(isinstance(g, (spaces.Dict, spaces.Tuple)) for g in goals):
             return "fail", (
-                f"{err}. Nothing else is checked. Fix: to train with HER, wrap the env so that each goal is "
+                f"{err}. The goal checks are skipped. Fix: to train with HER, wrap the env so that each goal is "
                 "one flat array (the entries concatenated in a fixed order) and give the wrapper a "
                 "compute_reward that splits the arrays back before calling the env's."
             )
@@ -152,7 +155,33 @@ def check_compute_reward_defined(ctx: Context) -> Verdict:
             "info); HER recomputes the reward of every relabelled transition with it. Fix: add the method "
             "to the env and make step return its result."
         )
+    names = _odd_parameter_names(ctx)
+    if names:
+        return "warn", (
+            f"compute_reward found on {found[1]}, but {names}; the GoalEnv API names the goals achieved_goal "
+            "and desired_goal, and buffers that pass them by keyword (OpenAI baselines' HER does) raise "
+            "TypeError. Fix: rename the parameters."
+        )
     return "pass", f"compute_reward found on {found[1]}."
+
+
+def _odd_parameter_names(ctx: Context) -> str:
+    """Which goal functions name their first three parameters other than the GoalEnv API does."""
+    odd = []
+    for name in ("compute_reward", "compute_terminated", "compute_truncated"):
+        found = ctx.find(name)
+        if found is None:
+            continue
+        try:
+            params = list(inspect.signature(found[0]).parameters.values())
+        except (TypeError, ValueError):  # a builtin or C function: no signature to read
+            continue
+        if any(p.kind is p.VAR_KEYWORD for p in params):
+            continue
+        first = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)][:3]
+        if first[:2] != ["achieved_goal", "desired_goal"]:  # an info parameter named _info is common
+            odd.append(f"{name}'s parameters are named ({', '.join(first)})")
+    return "; ".join(odd)
 
 
 def check_rollout(ctx: Context) -> Verdict:
@@ -320,6 +349,45 @@ def check_is_success(ctx: Context) -> Verdict:
     )
 
 
+def check_success_matches_reward(ctx: Context) -> Verdict:
+    """Where the reward is sparse, ``info["is_success"]`` says what the reward says (advice)."""
+    found = ctx.find("compute_reward")
+    infos = [tr.info for tr in ctx.transitions]
+    if found is None or not all(isinstance(i, Mapping) and "is_success" in i for i in infos):
+        raise Skip("not every step's info has 'is_success' (see is_success)")
+    rows = []
+    for (
+        tr
+    ) in ctx.transitions:  # compute_reward's own values: a step reward that disagrees is reward_contract's
+        try:
+            reward = float(call(found[0], tr.ag, tr.dg, tr.info).reshape(-1)[0])
+            at_goal = float(call(found[0], tr.ag, tr.ag, tr.info).reshape(-1)[0])
+        except Exception as err:  # a raising compute_reward is reported by its own checks
+            raise Skip(
+                f"compute_reward raised {type(err).__name__}; see the other compute_reward checks"
+            ) from err
+        rows.append((tr, reward, at_goal))
+    if len({r for _, r, _ in rows} | {g for _, _, g in rows}) > 2:
+        return (
+            "pass",
+            "the reward is dense: reaching the goal is not one reward value to compare is_success with.",
+        )
+    bad = [(tr, r) for tr, r, g in rows if bool(tr.info["is_success"]) != (r == g)]
+    if not bad:
+        reached = sum(r == g for _, r, g in rows)
+        return (
+            "pass",
+            f"info['is_success'] says what the sparse reward says at all {len(rows)} steps ({reached} at the goal).",
+        )
+    tr, reward = bad[0]
+    return "warn", (
+        f"info['is_success'] and the reward disagree at {len(bad)} of {len(rows)} steps; first at step "
+        f"{tr.step}: is_success={bool(tr.info['is_success'])} with reward {fmt(reward)}. The success rate you "
+        "monitor then measures another task than the one HER optimises. Likely cause: two thresholds "
+        "(< in one, <= in the other) or two distances. Fix: compute is_success with the reward's own test."
+    )
+
+
 def check_achieved_goal_in_desired_space(ctx: Context) -> Verdict:
     """HER writes achieved goals into the desired_goal slot, so they must fit its space."""
     dg_space = ctx.space["desired_goal"]
@@ -371,8 +439,11 @@ def check_rollout_determinism(ctx: Context) -> Verdict:
         return "pass", f"replaying the same actions after reset(seed={ctx.seed}) gives identical transitions."
     return "warn", (
         f"replaying the same actions after reset(seed={ctx.seed}) gives different transitions (first at "
-        f"{diff}). Runs cannot be reproduced. Likely cause: randomness drawn from global np.random/random, "
-        "time, or an unseeded generator. Fix: draw every random number from self.np_random."
+        f"{diff}). Runs cannot be reproduced, and the verdicts of checks that read the rollout may change "
+        "from run to run. Likely cause: randomness drawn from global np.random/random, time, or a generator "
+        "re-seeded from the OS at reset; or simulator state that reset does not clear (a physics engine's "
+        "contact cache). Fix: draw every random number from self.np_random and reset the simulator's state "
+        "fully in reset."
     )
 
 
@@ -406,25 +477,21 @@ def _copy_check(ctx: Context, how: str, clone: Callable[[Any], Any], recipe_stat
             "cause: an attribute holding a lambda, an open file, a lock or a live simulator handle. Fix: keep such things out of the env or "
             "implement __getstate__/__setstate__ (or __deepcopy__)."
         )
-    verdict = _compare_copy(env, twin, how, space.sample(), ctx.seed + 3, recipe_status)
-    del twin
-    gc.collect()  # a copy that releases a shared resource when collected does it now
+    _keep_with(env, twin)
+    return _compare_copy(env, twin, how, space.sample(), ctx.seed + 3, recipe_status)
+
+
+# Copies made by the copy checks, kept as long as the env they copy: a copy that shares a live resource
+# with the original (panda-gym's pybullet client) releases it when collected, which would leave the
+# caller's env unusable (check_goal_env promises to leave it usable).
+_KEPT: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
+
+
+def _keep_with(env: Any, twin: Any) -> None:
     try:
-        env.reset(seed=ctx.seed)
-        env.step(space.sample())
-    except Exception as err:
-        return "warn", _broken_original(f"once the copy made by {how} was deleted", err)
-    return verdict
-
-
-def _broken_original(when: str, err: Exception) -> str:
-    return (
-        f"{when}, the original env no longer steps: it raised {type(err).__name__}: {err}. The copy "
-        "shares a live resource with the original (a simulator client or handle) and released it. HER "
-        "training does not copy envs, but code that saves or forks one would break the env it copied. "
-        "Fix: give each copy its own resource in __deepcopy__/__setstate__, or make copying raise a "
-        "clear error."
-    )
+        _KEPT.setdefault(env, []).append(twin)
+    except TypeError:  # an env that takes no weak references: its copies go when the check ends
+        pass
 
 
 def _compare_copy(env: Any, twin: Any, how: str, action: Any, seed: int, recipe_status: Status) -> Verdict:
@@ -432,7 +499,12 @@ def _compare_copy(env: Any, twin: Any, how: str, action: Any, seed: int, recipe_
     try:
         want = env.step(action)
     except Exception as err:
-        return "warn", _broken_original(f"after {how}", err)
+        return "warn", (
+            f"after {how}, the original env no longer steps: it raised {type(err).__name__}: {err}. The copy "
+            "shares a live resource with the original (a simulator client or handle). HER training does not "
+            "copy envs, but code that saves or forks one would break the env it copied. Fix: give each copy "
+            "its own resource in __deepcopy__/__setstate__, or make copying raise a clear error."
+        )
     try:
         got = twin.step(action)
         snapshot_diff = _step_difference(want, got)

@@ -414,9 +414,14 @@ def _terminated_undefined(ctx: Context) -> Verdict:
             if ended
             else "no step of the rollout terminated"
         )
-        return "pass", (
-            f"not defined (optional); {seen}, so step's terminated flags are taken as they are (an env "
-            "that ends episodes on reaching the goal needs one)."
+        if not any(_at_goal(ctx, tr) for tr in ctx.transitions):
+            seen += (
+                ", but no step reached its goal either, so whether reaching it ends the episode is not "
+                "verified (raise n_steps, or check an env that starts near its goal)"
+            )
+        return (
+            "pass",
+            f"not defined (optional); {seen}. An env that ends episodes on reaching the goal needs one.",
         )
     tr = at_goal[0]
     return "fail", (

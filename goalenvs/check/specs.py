@@ -120,7 +120,7 @@ CHECKS: tuple[Check, ...] = (
     Check(
         "reward_contract", fns.check_reward_contract, "fail",
         "`reward == compute_reward(next achieved_goal, desired_goal, info)` at every step",
-        after=_REWARD,
+        after=_REWARD, skip_reason="step's rewards differ from compute_reward",
     ),
     Check(
         "compute_reward_vectorized", fns.check_compute_reward_vectorized, "fail",
@@ -154,6 +154,12 @@ CHECKS: tuple[Check, ...] = (
         f"at most {goals.AT_GOAL_SHARE:.0%} of resets (the rollout's and {EXTRA_RESETS} more) start with "
         "the desired goal reached (one goal for every reset is reported, not warned about)",
         after=_REWARD + ("wrapper_keeps_goals", "reward_depends_on_goals"),
+    ),
+    Check(
+        "success_matches_reward", env.check_success_matches_reward, "warn",
+        "with a sparse reward, `info[\"is_success\"]` is true exactly where `compute_reward` gives the "
+        "at-goal reward",
+        after=_REWARD + ("wrapper_keeps_goals", "reward_contract", "reward_depends_on_goals"),
     ),
     Check(
         "compute_terminated", fns.check_compute_terminated, "fail",

@@ -296,23 +296,31 @@ class SharedStateCopyEnv(ReachEnv):
         return clone
 
 
-_CLIENTS: dict[int, bool] = {}  # client id -> connected, as pybullet keeps its physics clients
+_CLIENTS: dict[int, dict[str, Any]] = {}  # client id -> its simulation, as pybullet keeps its clients
 
 
 class SharedClientEnv(ReachEnv):
-    """Steps through a simulator client that its copies share by id and disconnect when deleted (as
-    panda-gym's pybullet envs do): copying breaks the original once the copy is collected."""
+    """Keeps its position in a simulator client that its copies share by id and disconnect when deleted
+    (as panda-gym's pybullet envs do): stepping a copy moves the original."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.client = len(_CLIENTS)
-        _CLIENTS[self.client] = True
+        _CLIENTS[self.client] = {"connected": True, "pos": np.zeros(3)}
+        super().__init__()
+
+    @property  # type: ignore[override]
+    def pos(self) -> np.ndarray:
+        return _CLIENTS[self.client]["pos"]
+
+    @pos.setter
+    def pos(self, value: np.ndarray) -> None:
+        _CLIENTS[self.client]["pos"] = value
 
     def __del__(self) -> None:
-        _CLIENTS[self.client] = False
+        _CLIENTS[self.client]["connected"] = False
 
     def step(self, action: np.ndarray):
-        if not _CLIENTS[self.client]:
+        if not _CLIENTS[self.client]["connected"]:
             raise RuntimeError("Not connected to physics server.")
         return super().step(action)
 

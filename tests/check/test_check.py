@@ -4,6 +4,7 @@ third-party goal envs get the verdict they deserve, and every goalenvs env passe
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import os
 import signal
@@ -137,9 +138,7 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
     ),
     (
         "copies share a simulator client", reach(ce.SharedClientEnv), "deepcopy", "warn",
-        "once the copy made by copy.deepcopy(env) was deleted, the original env no longer steps: it raised "
-        "RuntimeError: Not connected to physics server.",
-        {},
+        "after copy.deepcopy(env), the copy and the original disagree", {"pickle": "warn"},
     ),
     (
         "compute_reward returns a bool flag, step -1.0", reach(ce.BoolRewardEnv), "reward_contract", "fail",
@@ -271,12 +270,15 @@ def test_empty_infos_check_names_the_fix_and_keeps_goalenvs_warnings_for_trainin
         env.unwrapped.compute_reward(np.zeros((2, 6)), np.zeros((2, 6)), [{}, {}])
 
 
-def test_a_copy_that_broke_the_env_skips_the_later_copy_check() -> None:
-    report = check_goal_env(ce.make_reach(ce.SharedClientEnv))
-    assert (
-        dict(report.skipped)["pickle"]
-        == "the env no longer steps (RuntimeError: Not connected to physics server.)"
-    )
+def test_copies_that_share_a_client_are_kept_so_the_checked_env_stays_usable() -> None:
+    # A copy sharing the original's simulator client disconnects it when collected (panda-gym's
+    # pybullet envs do): the checker keeps its copies as long as the env, which stays usable.
+    env = ce.make_reach(ce.SharedClientEnv)
+    report = check_goal_env(env)
+    assert report.skipped == []
+    gc.collect()
+    env.reset(seed=1)
+    env.step(env.action_space.sample())
 
 
 def test_messages_name_cause_and_fix() -> None:
