@@ -147,10 +147,13 @@ def _vectorized(
     """Batches of several sizes give shape (B,) and equal the one-at-a-time results."""
     fn = ctx.fn(fn_name)
     ag, dg = goals
+    # Scalar (Discrete) goals come as (B, 1), the way SB3's buffer stores them; one goal is the scalar
+    # step returns, and a batch may also be read as (B,) (goalenvs' own buffers pass that).
+    scalar = ctx.scalar_goals()
     singles, shapes = [], set()
     for k in range(len(ag)):
         try:
-            value = call(fn, ag[k], dg[k], infos[k])
+            value = call(fn, ag[k, 0], dg[k, 0], infos[k]) if scalar else call(fn, ag[k], dg[k], infos[k])
         except Exception as err:
             return "fail", f"{fn_name} raised {type(err).__name__}: {err} on a single transition."
         shapes.add(value.shape)
@@ -166,6 +169,13 @@ def _vectorized(
             where = f"a batch of {b} (goals of shape {ag[:b].shape}, infos as {form} of {b} dicts)"
             try:
                 value = call(fn, ag[:b], dg[:b], batch_infos)
+                if (
+                    scalar
+                    and batch_verdict(value.reshape(-1) if value.shape == (b, 1) else value, ref[:b]) != "ok"
+                ):
+                    value = call(fn, ag[:b, 0], dg[:b, 0], batch_infos)  # the (B,) reading of the batch
+                elif scalar and value.shape == (b, 1):
+                    value = value.reshape(b)  # (B, 1) goals of shape (): the batch shape is (B, 1)
             except Exception as err:
                 return "fail", (
                     f"{fn_name} raised {type(err).__name__}: {err} on {where}. HER calls it on batches of "

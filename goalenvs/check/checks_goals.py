@@ -21,6 +21,8 @@ from goalenvs.check.values import QuietGoalFunctions, fmt
 
 __all__ = ["check_episode_ends", "check_goal_not_in_observation", "check_reset_goals"]
 
+#: goal_not_in_observation fits observations on goals of at most this many entries (not on image goals).
+MAX_FIT_GOAL = 64
 #: More than this share of resets starting at their goal is a warning (chance is far lower for a real task).
 AT_GOAL_SHARE = 0.2
 
@@ -126,6 +128,15 @@ def _single_point(space: Any) -> bool:
     return low is not None and high is not None and bool(np.all(low == high))
 
 
+def _independent(basis: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """``basis`` with each of ``columns`` appended that is not a linear combination of those before it."""
+    for j in range(columns.shape[1]):
+        grown = np.concatenate([basis, columns[:, j : j + 1]], axis=1)
+        if np.linalg.matrix_rank(grown) == grown.shape[1]:
+            basis = grown
+    return basis
+
+
 def check_goal_not_in_observation(ctx: Context) -> Verdict:
     """No entry of obs['observation'] is a linear function of the desired goal (relabelling leaves it stale)."""
     rows = [
@@ -139,28 +150,31 @@ def check_goal_not_in_observation(ctx: Context) -> Verdict:
     obs = np.stack([r[0] for r in rows])
     ag = np.stack([np.asarray(r[1], dtype=np.float64).reshape(-1) for r in rows])
     dg = np.stack([np.asarray(r[2], dtype=np.float64).reshape(-1) for r in rows])
-    design = np.concatenate([ag, dg, np.ones((len(rows), 1))], axis=1)
-    if not (np.isfinite(obs).all() and np.isfinite(design).all()):
+    if not (np.isfinite(obs).all() and np.isfinite(ag).all() and np.isfinite(dg).all()):
         raise Skip("observations or goals hold non-finite values (see observations_in_space)")
-    if np.linalg.matrix_rank(design) < design.shape[1]:
-        raise Skip(
-            "the rollout's goals do not vary enough to tell (fewer distinct desired goals than goal "
-            "dimensions, or achieved goals tied to them)"
-        )
+    if ag.shape[1] > MAX_FIT_GOAL:
+        raise Skip(f"goals of {ag.shape[1]} entries (images?) are too large for the linear fit")
+    # A basis of [1, achieved goal, desired goal]: a coordinate that never varies (a table's height) or
+    # that follows others (a parking spot's heading and row) adds nothing, so it is left out.
+    known = _independent(np.ones((len(rows), 1)), ag)
+    design = _independent(known, dg)
+    g = known.shape[1]
+    if design.shape[1] == g:
+        raise Skip("the desired goals do not vary apart from the achieved goals")
     coef, *_ = np.linalg.lstsq(design, obs, rcond=None)
     residual = obs - design @ coef
     scale = np.maximum(np.abs(obs).max(axis=0), 1.0)
     exact = np.abs(residual).max(axis=0) <= 1e-7 * scale
-    g = ag.shape[1]
-    goal_weight = np.abs(coef[g : 2 * g]).max(axis=0)
-    stale = np.flatnonzero(exact & (goal_weight > 1e-6) & (obs.std(axis=0) > 0))
+    weights_all = coef[g:]
+    stale = np.flatnonzero(exact & (np.abs(weights_all).max(axis=0) > 1e-6) & (obs.std(axis=0) > 0))
     if stale.size:
         i = int(stale[0])
-        weights = coef[g : 2 * g, i]
+        weights = weights_all[:, i]
         return "fail", (
             f"observation entr{'y' if stale.size == 1 else 'ies'} {stale.tolist()} "
             f"{'is a linear function' if stale.size == 1 else 'are linear functions'} of the desired goal "
-            f"(entry {i} = {fmt(weights, 80)} . desired_goal + ..., exactly, over {len(rows)} observations). "
+            f"(entry {i} = {fmt(weights, 80)} . (the varying desired_goal entries) + ..., exactly, over "
+            f"{len(rows)} observations). "
             "HER replaces desired_goal with another goal but leaves obs['observation'] as it was, so a "
             "relabelled observation still points at the old goal: the policy learns from inputs that "
             "contradict each other. Fix: keep goal-derived features (goal minus position, distance to the "

@@ -181,6 +181,10 @@ class Context:
                     except Exception:  # a raising function is reported by its own check
                         continue
 
+    def scalar_goals(self) -> bool:
+        """Whether one goal is a scalar (a Discrete goal space): :meth:`probe` rows then have shape (B, 1)."""
+        return bool(self.probe()["scalar"])
+
     def probe(self) -> dict[str, Any]:
         """Rows of (achieved goal, desired goal, info) drawn from the rollout, HER-style.
 
@@ -200,7 +204,8 @@ class Context:
             ag = np.stack([transitions[i].ag for i in idx])
             dg = np.stack([transitions[i].dg for i in idx])
             other_ag = np.stack([transitions[i].ag for i in other])
-            if ag.ndim == 1:  # scalar goals (Discrete): buffers store them with shape (1,), as SB3's does
+            scalar = ag.ndim == 1
+            if scalar:  # scalar goals (Discrete): buffers store them with shape (1,), as SB3's does
                 ag, dg, other_ag = ag[:, None], dg[:, None], other_ag[:, None]
             random = self.random_goals(size).astype(dg.dtype, copy=False).reshape(dg.shape)
             kind = np.arange(size) % 4
@@ -209,6 +214,6 @@ class Context:
                 mixed[kind == k] = source[kind == k]
             self._probe = {
                 "ag": ag, "dg": dg, "other": other_ag, "random": random, "mixed": mixed,
-                "infos": [transitions[i].info for i in idx],
+                "infos": [transitions[i].info for i in idx], "scalar": scalar,
             }  # fmt: skip
         return self._probe

@@ -519,6 +519,63 @@ class GoalInObservationEnv(ReachEnv):
         return obs
 
 
+class SuccessThresholdMismatchEnv(ReachEnv):
+    """info["is_success"] uses half the reward's threshold: the logged success rate is another task."""
+
+    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        return {
+            "is_success": bool(np.linalg.norm(obs["achieved_goal"] - obs["desired_goal"]) < THRESHOLD / 2)
+        }
+
+
+class GoalNamedEnv(ReachEnv):
+    """compute_reward names its desired goal ``goal`` (as Gymnasium-Robotics' Fetch does)."""
+
+    def compute_reward(self, achieved_goal: Any, goal: Any, info: Any) -> np.ndarray:  # type: ignore[override]
+        return super().compute_reward(achieved_goal, goal, info)
+
+
+class ColumnRewardEnv(ReachEnv):
+    """compute_reward keeps the reduced axis: shape (B, 1) for a batch."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        d = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1, keepdims=True)
+        return -(d > THRESHOLD).astype(np.float64)
+
+    def step(self, action: np.ndarray):
+        self._move(action)
+        obs = self._obs()
+        info = self._info(obs)
+        reward = float(self.compute_reward(obs["achieved_goal"], obs["desired_goal"], info)[0])
+        return obs, reward, False, False, info
+
+
+class NaNObservationEnv(ReachEnv):
+    """An unstable integration: from the 10th step of an episode on, the state is NaN."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.t = 0
+        return super().reset(seed=seed, options=options)
+
+    def _move(self, action: np.ndarray) -> None:
+        super()._move(action)
+        self.t += 1
+        if self.t >= 10:
+            self.vel = np.full(3, np.nan)
+
+
+class StaleGoalAtResetEnv(ReachEnv):
+    """reset builds its observation before drawing the new goal: the first one shows the old goal."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        old_goal = self.goal.copy()
+        super().reset(seed=seed, options=options)
+        new_goal, self.goal = self.goal, old_goal
+        obs = self._obs()
+        self.goal = new_goal
+        return obs, {}
+
+
 class ScalarTerminatedEnv(ReachEnv):
     """compute_terminated collapses a batch to one bool (as Gymnasium-Robotics' maze does)."""
 

@@ -182,6 +182,36 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
         "fail", "observation entries [22, 23, 24] are linear functions of the desired goal", {},
     ),
     (
+        "is_success with another threshold", reach(ce.SuccessThresholdMismatchEnv), "success_matches_reward",
+        "warn", "info['is_success'] and the reward disagree at", {},
+    ),
+    (
+        "desired goal named goal", reach(ce.GoalNamedEnv), "compute_reward_defined", "warn",
+        "compute_reward's parameters are named (achieved_goal, goal, info)", {},
+    ),
+    (
+        "reward of shape (B, 1)", reach(ce.ColumnRewardEnv), "compute_reward_vectorized", "fail",
+        "returns shape (1, 1) instead of (1,)", {},
+    ),
+    (
+        "NaN state", reach(ce.NaNObservationEnv), "observations_in_space", "fail",
+        "observation[3] = nan is outside its bounds [-inf, inf]", {},
+    ),
+    (
+        "reset shows the previous goal", reach(ce.StaleGoalAtResetEnv), "desired_goal_fixed", "fail",
+        "desired_goal changed within an episode at its step 1",
+        {"reset_seeding": "fail", "rollout_determinism": "warn", "compute_reward_pure": "warn"},
+    ),
+    (
+        "reward scaled by a wrapper", lambda: gym.wrappers.TransformReward(ce.make_reach(), lambda r: 10 * r),
+        "reward_contract", "fail", "The env is wrapped by TransformReward above ReachEnv", {"pickle": "warn"},
+    ),
+    (
+        "goals stacked by a wrapper", lambda: gym.wrappers.FrameStackObservation(ce.make_reach(), 2),
+        "wrapper_keeps_goals", "fail", "wrapper FrameStackObservation changes the observation space",
+        {n: "fail" for n in ("reward_contract", "compute_reward_vectorized", "compute_terminated", "compute_truncated")},
+    ),
+    (
         "ends on success without compute_terminated", reach(ce.TerminatesWithoutComputeTerminatedEnv),
         "compute_terminated", "fail", "but the env defines no compute_terminated", {},
     ),
