@@ -315,6 +315,15 @@ def check_desired_goal_fixed(ctx: Context) -> Verdict:
     for tr in ctx.transitions:
         if not same(tr.dg, tr.prev_dg):
             sub = f" of sub-env {tr.env_index}" if ctx.vector else ""
+            if ctx.vector and (tr.terminated or tr.truncated) and ctx.autoreset == "NextStep":
+                return "fail", (
+                    f"desired_goal{sub} changed at its step {tr.t}, the step that ended its episode "
+                    f"({fmt(tr.prev_dg)} -> {fmt(tr.dg)}): the vector env resets sub-envs in the same step, "
+                    "but its metadata['autoreset_mode'] says NextStep (or is missing), so the last transition "
+                    "of every episode pairs the next episode's first observation and goal with the action. "
+                    "Fix: set metadata['autoreset_mode'] to gymnasium.vector.AutoresetMode.SAME_STEP and put "
+                    "the real last observation in info['final_obs'], or reset on the next step."
+                )
             return "fail", (
                 f"desired_goal changed within an episode{sub} at its step {tr.t} without a reset "
                 f"({fmt(tr.prev_dg)} -> {fmt(tr.dg)}). HER assumes one goal per episode: it relabels "

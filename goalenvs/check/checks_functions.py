@@ -555,6 +555,7 @@ def _other_info_layouts(
             layouts.append(("one dict of arrays for the batch (OpenAI baselines' layout)", columns))
         except Exception:  # entries numpy cannot stack: no such layout to try
             pass
+    layouts.append(("one empty dict for the whole batch (what tianshou's HER buffer passes)", {}))
     for name in names:
         fn = ctx.fn(name)
         with QuietGoalFunctions():
@@ -573,7 +574,7 @@ def _other_info_layouts(
                         "way stop at their first sample. Fix: read infos through goalenvs.info_values, "
                         "which accepts None, one dict (of arrays) and a list or array of dicts."
                     )
-                if info is not None and not rewards_close(got, want):
+                if info not in (None, {}) and not rewards_close(got, want):
                     return (
                         f"{name} gives other values on {label} than on the same infos as a list of dicts "
                         f"({fmt(got)} vs {fmt(want)}); a buffer using that layout would learn from them. Fix: "

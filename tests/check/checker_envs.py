@@ -576,6 +576,58 @@ class StaleGoalAtResetEnv(ReachEnv):
         return obs, {}
 
 
+class SameStepResetVectorEnv(gym.vector.VectorEnv):
+    """A native vector env that resets finished sub-envs in the same step yet declares NextStep autoreset:
+    the step that ends an episode returns the next episode's first observation and goal."""
+
+    metadata = {"autoreset_mode": gym.vector.AutoresetMode.NEXT_STEP}
+
+    def __init__(self, num_envs: int = 4, max_steps: int = 10) -> None:
+        self.num_envs, self.max_steps = num_envs, max_steps
+        box = spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.single_observation_space = spaces.Dict(
+            {"observation": box, "achieved_goal": box, "desired_goal": box}
+        )
+        self.single_action_space = box
+        self.observation_space = gym.vector.utils.batch_space(self.single_observation_space, num_envs)
+        self.action_space = gym.vector.utils.batch_space(box, num_envs)
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        return {
+            "observation": self.pos.copy(),
+            "achieved_goal": self.pos.copy(),
+            "desired_goal": self.goal.copy(),
+        }
+
+    def _draw(self, rows: np.ndarray) -> None:
+        self.pos[rows] = self.rng.uniform(-1, 1, (len(rows), 2))
+        self.goal[rows] = self.rng.uniform(-1, 1, (len(rows), 2))
+        self.t[rows] = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        self.rng = np.random.default_rng(seed)
+        self.pos = np.zeros((self.num_envs, 2), np.float32)
+        self.goal = np.zeros((self.num_envs, 2), np.float32)
+        self.t = np.zeros(self.num_envs, int)
+        self._draw(np.arange(self.num_envs))
+        return self._obs(), {}
+
+    def step(self, actions: np.ndarray):
+        self.pos = np.clip(self.pos + 0.3 * np.asarray(actions, np.float32), -1, 1).astype(np.float32)
+        self.t += 1
+        obs = self._obs()
+        rewards = self.compute_reward(obs["achieved_goal"], obs["desired_goal"], {})
+        truncated = self.t >= self.max_steps
+        if truncated.any():  # reset now, though the metadata says the next step does
+            self._draw(np.flatnonzero(truncated))
+            obs = self._obs()
+        return obs, rewards, np.zeros(self.num_envs, bool), truncated, {}
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        d = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        return -(d > 0.15).astype(np.float32)
+
+
 class ScalarTerminatedEnv(ReachEnv):
     """compute_terminated collapses a batch to one bool (as Gymnasium-Robotics' maze does)."""
 

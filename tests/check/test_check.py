@@ -212,6 +212,11 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
         {n: "fail" for n in ("reward_contract", "compute_reward_vectorized", "compute_terminated", "compute_truncated")},
     ),
     (
+        "same-step reset declared NextStep", lambda: ce.SameStepResetVectorEnv(), "desired_goal_fixed", "fail",
+        "the vector env resets sub-envs in the same step, but its metadata['autoreset_mode'] says NextStep",
+        {"is_success": "warn", "reward_contract": "fail", "vector_batch_reward": "fail"},
+    ),
+    (
         "ends on success without compute_terminated", reach(ce.TerminatesWithoutComputeTerminatedEnv),
         "compute_terminated", "fail", "but the env defines no compute_terminated", {},
     ),
