@@ -49,8 +49,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
     for name, default, minimum in (("n-bits", 15, 1), ("timesteps", 10_000, 1), ("seed", 0, 0),
-                                   ("eval-episodes", 200, 1), ("threads", 1, 1)):  # fmt: skip
+                                   ("eval-episodes", 200, 1)):  # fmt: skip
         parser.add_argument(f"--{name}", type=at_least(minimum), default=default, help=f"default {default}")
+    parser.add_argument("--threads", type=at_least(1), default=1, help="torch threads (default 1: fastest for small networks)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)  # one thread: as fast for a network this small, and jobs don't fight
 

@@ -30,6 +30,9 @@ What makes a resumed run the same, bit for bit, as one that was not interrupted 
 * ``load`` re-seeds NumPy's global generator, torch's and the action space's from the initial seed
   (``_setup_model`` calls ``set_random_seed``): their states at the checkpoint are put back after it;
 * ``VecNormalize`` does not pickle its running returns (reward normalisation): they are kept too.
+
+A module of ``examples/train.py``, not a script: it sets no torch threads, ``train.py`` does
+(``--threads``, default 1).
 """
 
 from __future__ import annotations

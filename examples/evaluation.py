@@ -3,6 +3,9 @@
 The deterministic policy runs ``n_episodes`` episodes side by side in one vector env (one batched
 forward pass per step), the i-th episode seeded ``seed + i``; the same seeds at every evaluation, so
 the curve moves with the policy, not with the episodes drawn.
+
+A module of ``examples/train.py``, not a script: it sets no torch threads, ``train.py`` does
+(``--threads``, default 1).
 """
 
 from __future__ import annotations

@@ -41,9 +41,9 @@ def main() -> None:
     parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
     parser.add_argument("--task", choices=["Reach", "Push", "Slide", "PickAndPlace"], default="Reach")
     parser.add_argument("--algo", choices=["sac", "tqc"], default="sac")
-    for name, default, minimum in (("timesteps", 10_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1),
-                                   ("threads", 1, 1)):  # fmt: skip
+    for name, default, minimum in (("timesteps", 10_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1)):
         parser.add_argument(f"--{name}", type=at_least(minimum), default=default, help=f"default {default}")
+    parser.add_argument("--threads", type=at_least(1), default=1, help="torch threads (default 1: fastest for small networks)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)  # one thread: as fast for networks this small, and jobs don't fight
 

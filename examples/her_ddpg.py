@@ -751,7 +751,8 @@ def build_parser() -> ArgumentParser:
         if f.type == "bool" or isinstance(f.default, bool):
             parser.add_argument(*flag, action=argparse.BooleanOptionalAction, default=None)
         else:
-            parser.add_argument(*flag, type=type(f.default), default=None, help=f"default {f.default}")
+            text = "torch threads per worker (default 1)" if f.name == "threads" else f"default {f.default}"
+            parser.add_argument(*flag, type=type(f.default), default=None, help=text)
     return parser
 
 

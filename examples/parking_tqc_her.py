@@ -1,6 +1,6 @@
 """Train TQC + HER (our buffer) to park a car: goalenvs/Parking-v0, the RL Zoo's hyperparameters.
 
-    python examples/parking_tqc_her.py [--timesteps 100000] [--seed 0]
+    python examples/parking_tqc_her.py [--timesteps 100000] [--seed 0] [--threads 1]
 
 The car must reach a goal spot with the right heading; the reward is minus a weighted distance to
 the goal pose, and HER relabels each transition with poses the car actually reached later. The model
@@ -49,9 +49,9 @@ def success_rate(model: TQC, n_episodes: int, seed: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
-    for name, default, minimum in (("timesteps", 100_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1),
-                                   ("threads", 1, 1)):  # fmt: skip
+    for name, default, minimum in (("timesteps", 100_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1)):
         parser.add_argument(f"--{name}", type=at_least(minimum), default=default, help=f"default {default}")
+    parser.add_argument("--threads", type=at_least(1), default=1, help="torch threads (default 1: fastest for small networks)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)  # one thread: as fast for networks this small, and jobs don't fight
 

@@ -50,10 +50,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3000, help="timed env steps after learning_starts")
     parser.add_argument("--eval-freq", type=int, default=20_000)
     parser.add_argument("--eval-episodes", type=int, default=50)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = parser.parse_args()
-    if args.steps < 1 or args.eval_freq < 1 or args.eval_episodes < 1:
-        parser.error("--steps, --eval-freq and --eval-episodes must be >= 1")
+    if min(args.steps, args.eval_freq, args.eval_episodes, args.threads) < 1:
+        parser.error("--steps, --eval-freq, --eval-episodes and --threads must be >= 1")
     torch.set_num_threads(args.threads)
     params = yaml.safe_load((HERE / "hyperparams" / "tqc_cpu.yml").read_text())[args.env]
     env = VecNormalize(make_vec_env(args.env, n_envs=params["n_envs"], seed=0), norm_reward=False)

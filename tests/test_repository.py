@@ -41,6 +41,19 @@ def test_no_machine_paths_in_tracked_files() -> None:
     assert offending == []
 
 
+def test_every_example_script_that_uses_torch_sets_its_threads() -> None:
+    """A script run as written takes one torch thread unless ``--threads`` says otherwise (docs/training.md)."""
+    unpinned = []
+    for path in sorted((ROOT / "examples").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "import torch" not in text or 'if __name__ == "__main__":' not in text:
+            continue  # a module of the scripts: its script sets the threads
+        option = '"--threads"' in text or "    threads: int = 1\n" in text  # her_ddpg: options from Config
+        if not option or "set_num_threads(" not in text:
+            unpinned.append(path.name)
+    assert unpinned == []
+
+
 def test_plain_pytest_collects_the_modules_that_import_tests_conftest() -> None:
     # `python -m pytest` puts the working directory on sys.path; the `pytest` script does not, so
     # `from tests.conftest import ...` works there only through pyproject's pythonpath setting.
