@@ -1,11 +1,16 @@
 """BitFlip steps/s: our single and native vector env against stable-baselines3's ``BitFlippingEnv``.
 
 Each loop steps with random discrete actions and resets on episode end, as a training loop does.
+The vector env autoresets next-step (Gymnasium's default) unless the row says same-step; the
+same-step rows time Gymnasium's ``info["final_obs"]`` layout (an object array of per-env
+observation dicts) against the opt-in ``batched_final_obs=True`` (one dict of batched arrays),
+interleaved.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from benchmarks.common import Row, interleaved_rates, median_rate, single_env_loop
 from goalenvs.envs.bitflip import BitFlipEnv, BitFlipVectorEnv
@@ -48,6 +53,24 @@ def run(quick: bool) -> list[Row]:
             Row(
                 "bitflip",
                 f"vector env x{num_envs}, n_bits={N_BITS}",
+                "env-steps/s",
+                rate,
+                peer,
+                "sb3 BitFlippingEnv",
+            )
+        )
+    same_step = [
+        BitFlipVectorEnv(
+            num_envs=1024, n_bits=N_BITS, autoreset_mode=AutoresetMode.SAME_STEP, batched_final_obs=b
+        )
+        for b in (False, True)
+    ]
+    rates = interleaved_rates([_vector_loop(vec, vec_steps) for vec in same_step], vec_steps * 1024, repeats)
+    for rate, layout in zip(rates, ("object-array final_obs", "batched_final_obs"), strict=True):
+        rows.append(
+            Row(
+                "bitflip",
+                f"vector env x1024, n_bits={N_BITS}, same-step autoreset, {layout}",
                 "env-steps/s",
                 rate,
                 peer,

@@ -72,7 +72,7 @@ class NativeVecEnv(VecEnv):
             self.episode_lengths[i] += 1
             if dones[i]:
                 step_info = env_info(info["final_info"], i)
-                step_info["terminal_observation"] = {k: v[i] for k, v in info["final_obs"].items()}
+                step_info["terminal_observation"] = info["final_obs"][i]  # env i's observation dict
                 step_info["episode"] = {
                     "r": round(self.episode_returns[i], 6),
                     "l": self.episode_lengths[i],

@@ -9,9 +9,18 @@ Gymnasium's vector API asks around that, and it lives here, once:
   from fresh entropy; ``reset()`` afterwards goes on with each env's own random stream.
 * **autoreset**: ``NEXT_STEP`` (Gymnasium's default: the step after an episode ends starts the next
   one, ignores that env's action and returns its first observation with reward 0, terminated and
-  truncated False) or ``SAME_STEP`` (the ended env restarts within the step; its last observation
-  and info are in ``info["final_obs"]`` / ``info["final_info"]``, valid where ``info["_final_obs"]``).
-* **infos**: a dict of arrays with Gymnasium's ``"_" + key`` masks (every env reports every key).
+  truncated False) or ``SAME_STEP`` (the ended env restarts within the step and reports its new
+  episode's reset info; its last observation and info are in ``info["final_obs"]`` /
+  ``info["final_info"]``).
+* **infos**: exactly what Gymnasium's ``SyncVectorEnv`` of the single envs returns (tested key for
+  key): a dict of arrays with ``"_" + key`` masks (by default every env reports every key); with
+  ``SAME_STEP``, and only in a step that ends an episode, ``info["final_obs"]`` is an object array
+  of shape ``(num_envs,)`` holding each ended env's last observation (a dict of single-env arrays)
+  and None elsewhere, ``info["final_info"]`` the ended envs' last infos as a dict of arrays with
+  their own masks (zeros where no episode ended), and ``info["_final_obs"]`` /
+  ``info["_final_info"]`` the ended envs. ``batched_final_obs=True`` (opt-in) makes
+  ``info["final_obs"]`` one dict of ``(num_envs, ...)`` arrays instead (rows valid where
+  ``info["_final_obs"]``): no Python object per ended env, for loops that read the batch whole.
 * **the contract**: reward, terminated and truncated come from the family's ``_score``, which by
   default calls the env's own ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``.
 * **misuse**: one vector env is not thread-safe (Fetch steps MuJoCo data that two threads would
@@ -38,7 +47,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from goalenvs._util import check_int
+from goalenvs._util import check_bool, check_int
 
 __all__ = [
     "AUTORESET_MODES",
@@ -103,7 +112,8 @@ class NativeVectorEnv(VectorEnv, ABC):
       (``options`` is ``reset``'s, or None on an autoreset);
     * ``_advance(actions, skip)``: one step of every env except those of index array ``skip`` (the
       envs restarting under NEXT_STEP autoreset, whose action is ignored);
-    * ``_observe()``: the batch observation, a dict of arrays with a leading ``num_envs`` axis;
+    * ``_observe()``: the batch observation, a dict of arrays with a leading ``num_envs`` axis,
+      made anew by each call (never views of the env's state: the caller keeps them);
     * ``_info(obs)``: the batch info as arrays of shape ``(num_envs, ...)`` (no masks);
     * ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``, and optionally a faster
       ``_score(obs)`` that returns the info and the same three arrays from shared intermediate results;
@@ -129,10 +139,17 @@ class NativeVectorEnv(VectorEnv, ABC):
         single_observation_space: gym.spaces.Dict,
         single_action_space: gym.Space,
         autoreset_mode: Any = AutoresetMode.NEXT_STEP,
+        batched_final_obs: Any = False,
     ) -> None:
-        """Validate ``num_envs`` and ``autoreset_mode`` and build the batched spaces."""
+        """Validate ``num_envs``, ``autoreset_mode`` and ``batched_final_obs`` and build the batched spaces."""
         self.num_envs = check_int("num_envs", num_envs, 1)
         mode = check_autoreset_mode(autoreset_mode)
+        self.batched_final_obs = check_bool("batched_final_obs", batched_final_obs)
+        if self.batched_final_obs and mode != AutoresetMode.SAME_STEP:
+            raise ValueError(
+                "batched_final_obs=True needs autoreset_mode='SameStep' (only same-step autoreset "
+                f"returns final observations), got autoreset_mode={mode.value!r}"
+            )
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
         self.single_observation_space = single_observation_space
         self.single_action_space = single_action_space
@@ -276,24 +293,57 @@ class NativeVectorEnv(VectorEnv, ABC):
         if restart.size:
             reward[restart], terminated[restart], truncated[restart] = 0, False, False
         done = terminated | truncated
-        if self.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP:
-            ended = np.flatnonzero(done)
-            final_info = self._masked({key: _copy(value) for key, value in info.items()})
-            info["final_obs"] = {key: value.copy() for key, value in obs.items()}
-            info["final_info"] = final_info
-            if ended.size:
-                self._restart(ended, None)
-                obs = self._observe()
-                fresh = self._info(obs)
-                for key, value in fresh.items():
-                    info[key][ended] = value[ended]
-            info = self._masked(info)
-            info["_final_obs"] = done.copy()
-            info["_final_info"] = done.copy()
-        else:
+        if self.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
             self._autoreset = done
-            info = self._masked(info)
+            return obs, reward, terminated, truncated, self._masked(info)
+        ended = np.flatnonzero(done)
+        if not ended.size:  # as in a SyncVectorEnv, the final_* keys come only with an ended episode
+            return obs, reward, terminated, truncated, self._masked(info)
+        final_obs, final_info = self._final_obs(obs, ended), self._final_info(info, done)
+        self._restart(ended, None)
+        obs = self._observe()
+        fresh = self._info(obs)  # an ended env reports its new episode's reset info, as in Gymnasium
+        for key, value in fresh.items():
+            info[key][ended] = value[ended]
+        info = self._masked(info)
+        info["final_obs"], info["_final_obs"] = final_obs, done
+        info["final_info"], info["_final_info"] = final_info, done.copy()
         return obs, reward, terminated, truncated, info
+
+    def _final_obs(self, obs: Obs, ended: np.ndarray) -> np.ndarray | Obs:
+        """``info["final_obs"]`` from the ending step's batch ``obs`` and the index array ``ended``.
+
+        Gymnasium's layout: an object array of shape ``(num_envs,)`` holding env ``i``'s last
+        observation (a dict of arrays of the single observation space's shapes) for each ``i`` of
+        ``ended`` and None elsewhere. The ended rows are copied once, together, and each env's dict
+        holds views of its row: keeping one keeps only the ended rows alive, not the batch. About
+        1 us per ended env (its dict and arrays), which ``batched_final_obs=True`` saves by returning
+        ``obs`` itself (the env's own, as ``_observe`` makes it anew each call).
+        """
+        if self.batched_final_obs:
+            return obs
+        rows = {key: value[ended] for key, value in obs.items()}
+        final = np.full(self.num_envs, None, dtype=object)
+        for j, i in enumerate(ended.tolist()):
+            final[i] = {key: value[j] for key, value in rows.items()}
+        return final
+
+    def _final_info(self, info: dict[str, np.ndarray], done: np.ndarray) -> dict[str, np.ndarray]:
+        """``info["final_info"]``: the ending step's ``info`` (unmasked, ``(num_envs, ...)`` arrays) as
+        ``SyncVectorEnv`` gathers the ended envs' infos: each key's values where an ended env reports it
+        (its ``"_" + key`` mask), zeros elsewhere, and no key that no ended env reports."""
+        reported = self._masked(dict(info))
+        final: dict[str, np.ndarray] = {}
+        for key, value in info.items():
+            mask = reported.get("_" + key)
+            if mask is None:
+                continue
+            mask = mask & done
+            if mask.any():
+                final[key] = np.zeros_like(value)
+                final[key][mask] = value[mask]
+                final["_" + key] = mask
+        return final
 
     def _masked(self, info: dict[str, Any]) -> dict[str, Any]:
         """``info`` with Gymnasium's ``"_" + key`` mask for each key: by default every env reports every key."""
@@ -302,7 +352,3 @@ class NativeVectorEnv(VectorEnv, ABC):
         for key in [key for key in info if not key.startswith("_")]:
             info["_" + key] = every
         return info
-
-
-def _copy(value: Any) -> Any:
-    return value.copy() if isinstance(value, np.ndarray) else value

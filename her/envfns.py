@@ -88,6 +88,7 @@ _VECTOR_ONLY_KWARGS = (
     "wrappers",
     "autoreset_mode",
     "num_threads",
+    "batched_final_obs",
 )
 
 

@@ -203,8 +203,8 @@ class Rollout:
                 next_obs = obs_i
                 if self.autoreset == "SameStep" and done:
                     valid[i] = False  # the batch holds the reset observation, not s_{t+1}
-                    # SyncVectorEnv gives an object array of dicts; a native vector env may give a dict
-                    # of batched arrays (BitFlipVectorEnv does): slice_obs reads both.
+                    # Gymnasium's layout is an object array of per-env dicts; a native vector env made
+                    # with batched_final_obs=True gives one dict of batched arrays: slice_obs reads both.
                     next_obs = slice_obs(ev.info["final_obs"], i)
                     info_i = _sub_env_info(ev.info.get("final_info", {}), i)
                 t[i] += 1
@@ -232,7 +232,8 @@ def _goal(obs: Any, key: str) -> np.ndarray:
 
 
 def slice_obs(obs: Any, i: int) -> Any:
-    """Sub-env ``i``'s observation from a vector env's batched one (a dict of batched arrays)."""
+    """Sub-env ``i``'s observation from a vector env's batched one (a dict of batched arrays), or item
+    ``i`` of an object array of per-env observations (Gymnasium's ``info["final_obs"]``)."""
     if isinstance(obs, Mapping):
         return {k: slice_obs(v, i) for k, v in obs.items()}
     return np.asarray(obs)[i]

@@ -210,7 +210,8 @@ class VectorGoalWrapper(_GoalFunctions, gym.vector.VectorWrapper):
         return self.observation(obs), info
 
     def _final_obs(self, info: dict[str, Any]) -> Any:
-        """``info["final_obs"]`` transformed: a dict of arrays (native envs) or an object array (Sync/Async)."""
+        """``info["final_obs"]`` transformed: Gymnasium's object array of per-env observations (None where
+        no episode ended), or one dict of batched arrays (a native env's ``batched_final_obs=True``)."""
         final = info["final_obs"]
         if isinstance(final, Mapping):
             return self.observation(final)
@@ -224,9 +225,9 @@ class VectorGoalWrapper(_GoalFunctions, gym.vector.VectorWrapper):
         rows = np.flatnonzero(ended)
         if rows.size and "final_obs" in info:
             final = info["final_obs"]
-            if isinstance(final, Mapping):  # a native vector env: a dict of arrays
+            if isinstance(final, Mapping):  # a native vector env's batched_final_obs=True: a dict of arrays
                 ag[rows], dg[rows] = final["achieved_goal"][rows], final["desired_goal"][rows]
-            else:  # Sync/AsyncVectorEnv: an object array of per-env observations (None where not ended)
+            else:  # Gymnasium's layout: an object array of per-env observations (None where not ended)
                 for i in rows:
                     ag[i], dg[i] = final[i]["achieved_goal"], final[i]["desired_goal"]
         return ag, dg

@@ -87,7 +87,8 @@ class SuccessInfo(_SuccessLogic, VectorGoalWrapper):
             and "is_success" not in info["final_info"]
         ):
             final = dict(info["final_info"])
-            final["is_success"], final["_is_success"] = success.copy(), ended.copy()
+            # Gymnasium's final_info layout: the ended rows' values, False elsewhere, masked by ended.
+            final["is_success"], final["_is_success"] = success & ended, ended.copy()
             info["final_info"] = final
         success[ended] = False  # the returned observation of an ended row starts a new episode
         info["is_success"], info["_is_success"] = success, np.ones_like(success)
@@ -128,7 +129,7 @@ class TimeFeature(_TimeLogic, VectorGoalWrapper):
             if "final_obs" in info:
                 info = dict(info)
                 final = info["final_obs"]
-                if isinstance(final, dict):
+                if isinstance(final, dict):  # a native env's batched_final_obs=True
                     info["final_obs"] = self._with_time(final, self._t)
                 else:
                     info["final_obs"] = object_array(

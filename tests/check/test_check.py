@@ -633,10 +633,11 @@ def test_every_goalenvs_vector_env_passes(env_id: str) -> None:
 
 
 def test_native_vector_env_with_same_step_autoreset_passes() -> None:
-    # BitFlipVectorEnv's SAME_STEP mode puts the final observations in info["final_obs"] as one dict of
-    # batched arrays (SyncVectorEnv gives an object array of dicts); the checker reads both.
-    env = gym.make_vec("goalenvs/BitFlip-v0", num_envs=4, vectorization_mode="vector_entry_point",
-                       autoreset_mode="SameStep", n_bits=3)  # fmt: skip
-    report = check_goal_env(env, n_steps=60)
-    assert report.passed, report.format()
-    assert report.result("reward_contract").status == "pass"
+    # SAME_STEP puts the final observations in info["final_obs"], Gymnasium's object array of dicts, or
+    # with batched_final_obs=True one dict of batched arrays; the checker reads both.
+    for batched in (False, True):
+        env = gym.make_vec("goalenvs/BitFlip-v0", num_envs=4, vectorization_mode="vector_entry_point",
+                           autoreset_mode="SameStep", n_bits=3, batched_final_obs=batched)  # fmt: skip
+        report = check_goal_env(env, n_steps=60)
+        assert report.passed, report.format()
+        assert report.result("reward_contract").status == "pass"

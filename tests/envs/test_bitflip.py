@@ -289,7 +289,7 @@ def test_vector_same_step_autoreset_reports_final_observation():
             saw_end = True
             assert info_v["_final_obs"][i]
             for key in obs_v:
-                np.testing.assert_array_equal(info_v["final_obs"][key][i], info_r["final_obs"][i][key])
+                np.testing.assert_array_equal(info_v["final_obs"][i][key], info_r["final_obs"][i][key])
     assert saw_end
 
 

@@ -60,12 +60,12 @@ def _check_step(vec_out: tuple, singles: list, actions: np.ndarray, pending: lis
         ended = terminated or truncated
         if mode == AutoresetMode.SAME_STEP and ended:
             assert info_v["_final_obs"][i] and info_v["_final_info"][i], where
-            final_obs = {key: value[i] for key, value in info_v["final_obs"].items()}
+            final_obs = info_v["final_obs"][i]  # Gymnasium's layout: env i's own observation dict
             _assert_obs_row({k: v[None] for k, v in final_obs.items()}, 0, obs, where + " final_obs")
             _assert_info(info_v["final_info"], i, info, where + " final_info")
             obs, info = env.reset()  # what the vector env returns in its place
-        elif mode == AutoresetMode.SAME_STEP:
-            assert not info_v["_final_obs"][i], where
+        elif mode == AutoresetMode.SAME_STEP and "final_obs" in info_v:
+            assert not info_v["_final_obs"][i] and info_v["final_obs"][i] is None, where
         _assert_obs_row(obs_v, i, obs, where)
         _assert_info(info_v, i, info, where)
         pending[i] = mode == AutoresetMode.NEXT_STEP and ended

@@ -204,7 +204,7 @@ def test_goal_sampling_never_uses_the_ego_spot_and_is_uniform_over_the_rest():
 @pytest.mark.parametrize("vehicles_count", [0, 5])
 def test_same_step_vector_env_equals_single_envs_through_autoresets(vehicles_count):
     """SAME_STEP: lot i restarts within the step, as single env i resetting after its last step does;
-    the ended episode's last observation and info are the rows of final_obs / final_info."""
+    the ended episode's last observation and info are item i of final_obs and the rows of final_info."""
     n, kwargs = 4, {"vehicles_count": vehicles_count, "duration": 6}  # 30-step episodes at most
     vec = ParkingVectorEnv(num_envs=n, autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
     assert vec.metadata["autoreset_mode"] == AutoresetMode.SAME_STEP
@@ -223,10 +223,13 @@ def test_same_step_vector_env_equals_single_envs_through_autoresets(vehicles_cou
             obs, reward, term, trunc, info = env.step(step_actions[i])
             assert (reward_v[i], term_v[i], trunc_v[i]) == (reward, term, trunc)
             done = term or trunc
-            assert info_v["_final_obs"][i] == done and info_v["_final_info"][i] == done
+            assert ("final_obs" in info_v) == bool(term_v.any() or trunc_v.any())  # as in SyncVectorEnv
+            if "final_obs" in info_v:
+                assert info_v["_final_obs"][i] == done and info_v["_final_info"][i] == done
             if done:
+                assert info_v["final_obs"][i].keys() == obs.keys()  # lot i's own observation dict
                 for key in obs:
-                    np.testing.assert_array_equal(info_v["final_obs"][key][i], obs[key])
+                    np.testing.assert_array_equal(info_v["final_obs"][i][key], obs[key])
                 assert {key: info_v["final_info"][key][i] for key in info} == info
                 ends += 1
                 crashes += info["crashed"]

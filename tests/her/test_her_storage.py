@@ -607,10 +607,9 @@ def test_from_gymnasium_vector_env(mode):
         if "_final_obs" in infos:
             ended = infos["_final_obs"]
             for key in final:
-                if mode == "sync":  # an object array of per-env observation dicts
-                    final[key][ended] = np.stack([o[key] for o in infos["final_obs"][ended]])
-                else:  # a dict of arrays
-                    final[key][ended] = infos["final_obs"][key][ended]
+                # Gymnasium's layout, from SyncVectorEnv and native vector envs alike: an object
+                # array of per-env observation dicts (None where no episode ended).
+                final[key][ended] = np.stack([o[key] for o in infos["final_obs"][ended]])
         storage.add(obs, actions, rewards, terminated, truncated, None, final)
         obs = next_obs
     batch = storage.sample(64)

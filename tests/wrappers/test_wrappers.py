@@ -148,10 +148,12 @@ def test_plain_goal_rescaling_fails_where_normalisation_passes():
 # Vector wrappers equal N single wrappers (SAME_STEP exercises final_obs handling)
 
 
-def _vector_vs_single(build_single, build_vector, n_envs: int = 3, n_steps: int = 40, seed: int = 5):
+def _vector_vs_single(
+    build_single, build_vector, batched: bool, n_envs: int = 3, n_steps: int = 40, seed: int = 5
+):
     vec = build_vector(
         gym.make_vec("goalenvs/BitFlip-v0", num_envs=n_envs, vectorization_mode="vector_entry_point",
-                     n_bits=4, autoreset_mode=AutoresetMode.SAME_STEP)
+                     n_bits=4, autoreset_mode=AutoresetMode.SAME_STEP, batched_final_obs=batched)
     )  # fmt: skip
     singles = [build_single(gym.make("goalenvs/BitFlip-v0", n_bits=4)) for _ in range(n_envs)]
     obs, _ = vec.reset(seed=seed)
@@ -170,8 +172,12 @@ def _vector_vs_single(build_single, build_vector, n_envs: int = 3, n_steps: int 
                 source = info["final_info"] if (te or tr) else info
                 assert bool(source["is_success"][i]) == bool(inf["is_success"])
             if te or tr:
+                final = info["final_obs"]  # Gymnasium's object array, or one dict of batched arrays
+                assert isinstance(final, dict) == batched
+                final_i = {k: v[i] for k, v in final.items()} if batched else final[i]
+                assert final_i.keys() == o.keys()
                 for k in o:
-                    np.testing.assert_array_equal(info["final_obs"][k][i], o[k])
+                    np.testing.assert_array_equal(final_i[k], o[k])
                 o, _ = s.reset()
             single_obs[i] = o
 
@@ -189,8 +195,9 @@ def _vector_vs_single(build_single, build_vector, n_envs: int = 3, n_steps: int 
     ],
     ids=["sparse", "dense", "success-threshold", "success-terminated", "normalize", "time", "flatten"],
 )
-def test_vector_wrapper_equals_single_wrappers(single, vector):
-    _vector_vs_single(single, vector)
+@pytest.mark.parametrize("batched", [False, True], ids=["gymnasium-final-obs", "batched-final-obs"])
+def test_vector_wrapper_equals_single_wrappers(single, vector, batched):
+    _vector_vs_single(single, vector, batched)
 
 
 def test_vector_next_step_autoreset_rows_keep_the_env_reward():

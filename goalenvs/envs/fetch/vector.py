@@ -42,9 +42,12 @@ _VECTOR_DOC = """
       the physics, each a contiguous chunk of envs. With 1 no thread pool is made. The results do not
       depend on it.
     * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's) or ``SAME_STEP``
-      (declared in ``metadata["autoreset_mode"]``). With ``SAME_STEP`` the last observation of an
-      ended episode is in ``info["final_obs"]``, a dict of arrays with a leading ``num_envs`` axis
-      whose rows are valid where ``info["_final_obs"]`` is True, and its info in ``info["final_info"]``.
+      (declared in ``metadata["autoreset_mode"]``). With ``SAME_STEP``, in a step that ends an
+      episode, ``info["final_obs"]`` is an object array holding each ended env's last observation
+      dict (None elsewhere) and ``info["final_info"]`` their last infos (a dict of arrays with its
+      own masks), as in a ``SyncVectorEnv`` of ``FetchEnv``.
+    * ``batched_final_obs`` (opt-in, ``SAME_STEP`` only): ``info["final_obs"]`` is one dict of
+      ``(num_envs, ...)`` arrays instead, rows valid where ``info["_final_obs"]``.
     * ``info`` holds ``is_success`` (float32) and ``elapsed_steps`` (int64) arrays of shape
       ``(num_envs,)``. ``FetchEnv.reset`` returns an empty info, so an env whose episode has just
       started (at ``reset``, or by an autoreset) reports none: its ``"_is_success"`` and
@@ -84,6 +87,7 @@ class FetchVectorEnv(FetchGoalFunctions, NativeVectorEnv):
         render_mode: str | None = None,
         num_threads: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        batched_final_obs: bool = False,
         **kwargs: Any,
     ) -> None:
         """``kwargs``: any other keyword argument of :class:`FetchEnv` (``distance_threshold``,
@@ -95,7 +99,7 @@ class FetchVectorEnv(FetchGoalFunctions, NativeVectorEnv):
         self._sim = sim = FetchSim(settings)
         self._apply_settings(settings, sim)
         observation_space, action_space = fetch_spaces(sim)
-        self._init_vector(n, observation_space, action_space, autoreset_mode)
+        self._init_vector(n, observation_space, action_space, autoreset_mode, batched_final_obs)
         self.metadata["render_fps"] = int(np.round(1.0 / self.dt))
         self._act_low, self._act_high = action_space.low.copy(), action_space.high.copy()
         # Env 0 goes on in the MjData the start state was computed in, as a FetchEnv does.
@@ -194,7 +198,7 @@ class FetchVectorEnv(FetchGoalFunctions, NativeVectorEnv):
 
         ``FetchEnv.reset``'s info is empty, so ``is_success`` and ``elapsed_steps`` count only for the
         envs that have stepped in their episode, and are left out when none has (at ``reset``, or when
-        every env has just autoreset); other keys (``final_obs``, ``final_info``) count for every env.
+        every env has just autoreset); any other key counts for every env.
         """
         stepped = self._steps > 0
         every = np.ones(self.num_envs, dtype=bool)

@@ -393,12 +393,16 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
       autoresets included;
     * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's: the step after a lot's
       episode ends resets it, ignores its action and returns its first observation with reward 0,
-      terminated and truncated False) or ``SAME_STEP`` (the lot restarts within the step; the last
-      observation and info of its episode are in ``info["final_obs"]`` / ``info["final_info"]``,
-      valid where ``info["_final_obs"]``). Declared in ``metadata["autoreset_mode"]``.
+      terminated and truncated False) or ``SAME_STEP`` (the lot restarts within the step; in a step
+      that ends an episode, ``info["final_obs"]`` is an object array holding each ended lot's last
+      observation dict, None elsewhere, and ``info["final_info"]`` their last infos). Declared in
+      ``metadata["autoreset_mode"]``;
+    * ``batched_final_obs`` (opt-in, ``SAME_STEP`` only): ``info["final_obs"]`` is one dict of
+      ``(num_envs, ...)`` arrays instead, rows valid where ``info["_final_obs"]``.
 
     ``reset(options=...)`` takes ``ego_pose`` and ``goal_pose`` as one pose for every lot or an
-    ``(N, 3)`` array. ``info`` is a dict of arrays (with Gymnasium's ``_key`` masks, all True).
+    ``(N, 3)`` array. ``info`` is what Gymnasium's ``SyncVectorEnv`` of ``ParkingEnv`` returns, key
+    for key: a dict of arrays with ``"_" + key`` masks (all True), and the ``final_*`` keys above.
     ``render()`` returns a tuple of ``num_envs`` frames.
     """
 
@@ -409,11 +413,12 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
         num_envs: int = 1,
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        batched_final_obs: bool = False,
         **kwargs: Any,
     ) -> None:
         self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
         self.config = ParkingConfig(**kwargs)
-        self._init_vector(num_envs, *_spaces(self.config), autoreset_mode)
+        self._init_vector(num_envs, *_spaces(self.config), autoreset_mode, batched_final_obs)
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
         self._batch = ParkingBatch(self.config, self.num_envs)
         self._weights = self.config.reward_weights
