@@ -3,10 +3,11 @@
 * :class:`HerStorage`: framework-free replay storage with hindsight relabelling (numpy in, numpy or
   torch out), usable from any training loop;
 * :class:`GoalSelectionStrategy` and :func:`parse_strategy`: the goal selection strategies;
-* :class:`HerReplayBuffer`: a drop-in for ``stable_baselines3.HerReplayBuffer``.
+* :class:`HerReplayBuffer`: a drop-in for ``stable_baselines3.HerReplayBuffer``;
+* :class:`HerReplayStorage`: a drop-in for rllte's ``HerReplayStorage`` (torch tensors in and out).
 
-Importing ``her`` imports neither torch nor stable-baselines3: ``her.HerReplayBuffer`` loads the
-adapter (and them) on first access.
+Importing ``her`` imports neither torch nor stable-baselines3 nor rllte: ``her.HerReplayBuffer`` and
+``her.HerReplayStorage`` load their adapter (and what it needs) on first access.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from her.storage import GoalFn, HerStorage
 from her.strategies import GoalSelectionStrategy, parse_strategy
 
 if TYPE_CHECKING:
+    from her.rllte import HerReplayStorage
     from her.sb3 import HerReplayBuffer
 
 __all__ = [
     "GoalFn",
     "GoalSelectionStrategy",
     "HerReplayBuffer",
+    "HerReplayStorage",
     "HerStorage",
     "parse_strategy",
     "resolve_env_function",
@@ -31,9 +34,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The adapter needs torch and stable-baselines3; load them only when it is asked for.
+    # The adapters need torch (and stable-baselines3); load them only when asked for.
     if name == "HerReplayBuffer":
         from her.sb3 import HerReplayBuffer
 
         return HerReplayBuffer
+    if name == "HerReplayStorage":
+        from her.rllte import HerReplayStorage
+
+        return HerReplayStorage
     raise AttributeError(f"module 'her' has no attribute {name!r}")
