@@ -117,7 +117,7 @@ class TorchGoalVectorEnv:
         final = np.zeros((self.num_envs, sum(size for _, _, size in self.parts)))
         ended = infos.get("_final_obs", np.zeros(self.num_envs, bool))
         for i in np.flatnonzero(ended):
-            final[i] = np.concatenate([np.ravel(infos["final_obs"][key][i]) for key, _, _ in self.parts])
+            final[i] = np.concatenate([np.ravel(infos["final_obs"][i][key]) for key, _, _ in self.parts])
         infos["final_observation"] = final
         if "episode" not in infos:  # rllte's loop reads it first, else iterates final_info as a list
             zeros = np.zeros(self.num_envs)

@@ -93,8 +93,9 @@ def run(
         next_obs, rewards, terminated, truncated, infos = env.step(actions.numpy())
         real_next = {key: value.copy() for key, value in next_obs.items()}
         ended = infos.get("_final_obs", np.zeros(env.num_envs, bool))
-        for key in real_next:
-            real_next[key][ended] = infos["final_obs"][key][ended]
+        for i in np.flatnonzero(ended):  # Gymnasium's layout: an object array of per-env observations
+            for key in real_next:
+                real_next[key][i] = infos["final_obs"][i][key]
         storage.add(
             torch_obs(obs),
             actions.reshape(env.num_envs, -1) if column_actions else actions,
