@@ -20,8 +20,9 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger
 
-__all__ = ["EvalSuccess", "act", "evaluate", "make_eval_envs", "plot_curve"]
+__all__ = ["EvalSuccess", "act", "dump_alone", "evaluate", "make_eval_envs", "plot_curve"]
 
 
 def act(model: BaseAlgorithm, obs: dict[str, np.ndarray]) -> np.ndarray:
@@ -122,7 +123,10 @@ class EvalSuccess(BaseCallback):
             "cpu_time_s": round(self.cpu(), 2),
         })  # fmt: skip
         self.write_csv()
-        self.logger.record("eval/success_rate", success)
+        # Through stable-baselines3's logger (TensorBoard with train.py --tensorboard), at the step measured.
+        dump_alone(
+            self.logger, {"eval/success_rate": success, "eval/mean_reward": returns}, self.model.num_timesteps
+        )
 
     def _on_rollout_start(self) -> None:
         if self.model.num_timesteps >= self._next:
@@ -132,6 +136,23 @@ class EvalSuccess(BaseCallback):
 
     def _on_step(self) -> bool:
         return True
+
+
+def dump_alone(logger: Logger, values: dict[str, float], step: int) -> None:
+    """Write ``values`` at ``step`` through stable-baselines3's ``logger``, and only them: what the
+    algorithm has recorded since its last dump (``train/...``) stays pending for its own next dump, so
+    its series get no second point at one step (as they would from a plain ``dump`` here, which
+    stable-baselines3's ``EvalCallback`` does)."""
+    pending = [dict(d) for d in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)]
+    for d in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
+        d.clear()
+    for key, value in values.items():
+        logger.record(key, value)
+    logger.dump(step)
+    for d, held in zip(
+        (logger.name_to_value, logger.name_to_count, logger.name_to_excluded), pending, strict=True
+    ):
+        d.update(held)
 
 
 def plot_curve(rows: list[dict[str, float]], title: str) -> bytes:

@@ -34,6 +34,15 @@ fall on cycle boundaries, where every env is about to be reset, and hold every r
 (``tests/examples/test_her_ddpg.py`` checks it, also after ``kill -9`` at random moments).
 Ctrl-C (or SIGTERM) stops with one line saying where to resume from.
 
+``--tensorboard DIR`` also writes TensorBoard events, one point per epoch at its env-step count, to a
+folder of the run's own, ``DIR/<output folder's name>_<N>`` (N: one above the highest there, as
+stable-baselines3 numbers its runs), named in ``config.json``: the evaluation's success rate and mean
+return, the training episodes' mean return and success rate, the critic's and actor's losses and the
+mean Q value and target over the epoch's updates (summed as tensors during the updates, read once an
+epoch), collection env-steps/s and updates/s, and the timers of ``eval.csv``. ``--resume`` goes on in
+that folder (TensorBoard hides what a stopped session wrote after the checkpoint); under ``torchrun``
+only rank 0 writes.
+
 Under ``torchrun`` the run is W workers (``examples/workers.py``): each steps its share of the envs,
 keeps its own storage shard and samples its share of each batch; the gradients of every update and
 the normalisers' statistics are summed over the workers, so every setting means what it means in one
@@ -44,6 +53,7 @@ process. Rank 0 writes the folder; its checkpoints hold every worker's part (``s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import csv
 import io
@@ -66,7 +76,11 @@ from runfolder import (  # examples/runfolder.py (examples/ is on sys.path)
     RunError,
     RunFolder,
     check_capacity,
+    check_new_folder,
     check_settings,
+    folder_path,
+    make_numbered_folder,
+    resumed_folder,
     run_main,
     write_atomic,
 )
@@ -239,6 +253,9 @@ class Agent:
         self.clip_return = 1.0 / (1.0 - cfg.gamma)
         self.sync_s = 0.0  # seconds spent summing gradients with the other workers
         self.grads: tuple[torch.Tensor, torch.Tensor] | None = None
+        # With track: per-update sums of the critic's and actor's losses, Q(s, a) and its target (batch
+        # means), kept as a tensor so that the updates never wait on them; read once an epoch.
+        self.stats: torch.Tensor | None = None
         if self.world.size > 1:
             self.grads = (flat_grads(self.critic), flat_grads(self.actor))
 
@@ -277,7 +294,8 @@ class Agent:
         with torch.no_grad():
             q2 = self.critic_target(torch.cat([x2, torch.tanh(self.actor_target(x2))], 1))
             target = (r + self.cfg.gamma * not_done * q2).clamp_(-self.clip_return, 0.0)
-        critic_loss = (self.critic(torch.cat([x, a], 1)) - target).pow(2).mean()
+        q = self.critic(torch.cat([x, a], 1))
+        critic_loss = (q - target).pow(2).mean()
         self._step(critic_loss, self.critic_opt, 0)
 
         pi = torch.tanh(self.actor(x))
@@ -285,6 +303,9 @@ class Agent:
         actor_loss = -self.critic(torch.cat([x, pi], 1)).mean() + self.cfg.action_l2 * pi.pow(2).mean()
         self.critic.requires_grad_(True)
         self._step(actor_loss, self.actor_opt, 1)
+        if self.stats is not None:
+            with torch.no_grad():
+                self.stats += torch.stack([critic_loss, actor_loss, q.mean(), target.mean()])
 
     def update_targets(self) -> None:
         with torch.no_grad():
@@ -329,6 +350,7 @@ class Trainer:
         save_freq: int = 0,
         world: World | None = None,
         env_threads: int = 1,
+        track: bool = False,
     ) -> None:
         self.cfg, self.folder, self.save_freq = cfg, folder, save_freq
         self.world = world = world or World()
@@ -373,6 +395,14 @@ class Trainer:
         self.reset_seeds: list[int] | None = [cfg.seed * 100_003 + i for i in range(lo, hi)]
         self.times = dict.fromkeys(TIMERS, 0.0)
         self.wall0, self.cpu0 = 0.0, 0.0  # wall and CPU seconds spent before this process (resume)
+        # What TensorBoard shows of an epoch (rank 0 writes it, with --tensorboard): the losses and Q values
+        # of the updates (track), and the training episodes' returns, count and successes.
+        self.tb: Any = None  # a torch.utils.tensorboard.SummaryWriter
+        if track:
+            self.agent.stats = torch.zeros(4)
+        self.rollouts = np.zeros(3)
+        self.eval_return = float("nan")  # the mean return of the last evaluation's episodes
+        self.totals = np.zeros(0)  # the last evaluation's sums of its ``extra`` over the workers
 
     # ------------------------------------------------------------------ collection
     def policy(self, obs: np.ndarray, goal: np.ndarray) -> np.ndarray:
@@ -398,12 +428,14 @@ class Trainer:
         obs, _ = self.envs.reset(seed=self.reset_seeds)  # later cycles go on with each env's own stream
         self.reset_seeds = None
         episode_obs, achieved = [], []
+        returns = np.zeros(self.n_local)
         for _ in range(self.horizon):
             t1 = time.perf_counter()
             action = self.explore(obs["observation"], obs["desired_goal"])
             t2 = time.perf_counter()
-            nxt, rewards, terminated, truncated, _ = self.envs.step(action)
+            nxt, rewards, terminated, truncated, info = self.envs.step(action)
             t3 = time.perf_counter()
+            returns += rewards
             self.storage.add(obs, action, rewards, terminated, truncated, None, nxt)
             episode_obs.append(obs["observation"])
             achieved.append(nxt["achieved_goal"])
@@ -413,6 +445,7 @@ class Trainer:
             spent += t3 - t1
             if (terminated | truncated).all():  # Fetch episodes all end together, by truncation
                 break
+        self.rollouts += (returns.sum(), self.n_local, np.sum(info.get("is_success", 0.0)))
         goals = np.repeat(obs["desired_goal"][:, None], len(episode_obs), axis=1)
         relabel, use = future_goals(np.stack(achieved, axis=1), self.rng, self.storage.her_ratio)
         goals[use] = relabel[use]
@@ -440,14 +473,17 @@ class Trainer:
             self.updates += 1
         self.agent.update_targets()
 
-    def evaluate(self, base: int | None = None) -> float:
+    def evaluate(self, base: int | None = None, extra: np.ndarray | None = None) -> float:
         """Success rate of the greedy policy over ``eval_episodes`` episodes seeded ``base``, ``base + 1``, ...
 
         By default the seeds depend on the epoch and lie apart from training's. The workers share the
-        episodes (the same seeds at every world size) and sum their successes.
+        episodes (the same seeds at every world size) and sum their successes and returns (the mean
+        return is left in ``eval_return``); ``extra`` is summed with them (in ``totals``), so that an
+        epoch's figures cost the workers no exchange of their own.
         """
         t0 = time.perf_counter()
         successes: list[float] = []
+        returns = 0.0
         if base is None:
             base = 10**9 + self.cfg.seed * 10_007 + self.epoch * 1_009
         base += self.eval_lo
@@ -458,10 +494,14 @@ class Trainer:
                 action = self.policy(obs["observation"], obs["desired_goal"])
                 results = [env.step(a) for env, a in zip(envs, action, strict=True)]
                 obs = _stack([r[0] for r in results])
+                returns += sum(float(r[1]) for r in results)
             successes += [float(r[4]["is_success"]) for r in results]
-        total = self.world.sum_array(np.array([sum(successes)]))[0]
+        local = np.array([sum(successes), returns, *(() if extra is None else extra)])
+        total = self.world.sum_array(local)
+        self.eval_return = float(total[1] / self.cfg.eval_episodes)
+        self.totals = total[2:]
         self.times["eval"] += time.perf_counter() - t0
-        return float(total / self.cfg.eval_episodes)
+        return float(total[0] / self.cfg.eval_episodes)
 
     # ------------------------------------------------------------------ loop
     def run(self, log: bool = True) -> float:
@@ -469,13 +509,24 @@ class Trainer:
         wall_start, cpu_start = time.perf_counter(), time.process_time()
         success = self.rows[-1]["success_rate"] if self.rows else float("nan")  # a finished run resumed
         while self.epoch < cfg.epochs:
+            collect_s = update_s = 0.0  # this epoch's, for TensorBoard's rates
+            updates = self.updates
             while self.cycle < cfg.n_cycles:
+                t0 = time.perf_counter()
                 self.collect()
+                t1 = time.perf_counter()
                 self.train()
+                collect_s, update_s = collect_s + t1 - t0, update_s + time.perf_counter() - t1
                 self.cycle += 1
             self.epoch += 1
             self.cycle = 0
-            success = self.evaluate()
+            stats = self.agent.stats
+            share = self.agent.share  # each worker's batch means, weighted by its share: the whole batch's
+            extra = np.concatenate([np.zeros(4) if stats is None else stats.numpy() * share, self.rollouts])
+            success = self.evaluate(extra=extra)
+            if stats is not None:
+                stats.zero_()
+            self.rollouts[:] = 0.0
             wall = self.wall0 + time.perf_counter() - wall_start
             cpu = self.cpu0 + time.process_time() - cpu_start
             row = {"epoch": self.epoch, "env_steps": self.epoch * cfg.n_cycles * cfg.n_envs * self.horizon,
@@ -484,6 +535,8 @@ class Trainer:
             self.rows.append(row)
             if self.folder is not None:
                 self.folder.write("eval.csv", csv_text(self.rows))
+            if self.tb is not None:
+                self.write_tensorboard(row, self.updates - updates, collect_s, update_s)
             if log and self.world.rank == 0:
                 print(f"epoch {self.epoch:3d}  steps {row['env_steps']:8d}  success {success:.3f}  "
                       f"wall {wall:7.0f}s  cpu {cpu:7.0f}s", flush=True)  # fmt: skip
@@ -494,6 +547,41 @@ class Trainer:
                 self.save()
                 self.times["checkpoint"] += time.perf_counter() - t0
         return success
+
+    def write_tensorboard(self, row: dict[str, Any], updates: int, collect_s: float, update_s: float) -> None:
+        """The epoch's figures, at its env-step count, flushed (a killed run loses no whole epoch of them).
+
+        ``updates``: the epoch's updates; ``collect_s`` / ``update_s``: the seconds rank 0 spent collecting
+        and updating in it. The losses and Q values are means over the epoch's updates of the whole batch.
+        """
+        losses = self.totals[:4] / max(updates, 1)
+        returns, episodes, successes = self.totals[4:7]
+        steps = self.cfg.n_cycles * self.cfg.n_envs * self.horizon
+        scalars = {
+            "eval/success_rate": row["success_rate"],
+            "eval/mean_reward": self.eval_return,
+            "rollout/ep_rew_mean": returns / max(episodes, 1),
+            "rollout/success_rate": successes / max(episodes, 1),
+            "train/critic_loss": losses[0],
+            "train/actor_loss": losses[1],
+            "train/q_mean": losses[2],
+            "train/q_target_mean": losses[3],
+            "train/n_updates": row["updates"],
+            "time/env_steps_per_s": steps / collect_s if collect_s > 0 else 0.0,
+            "time/updates_per_s": updates / update_s if update_s > 0 else 0.0,
+            "time/wall_s": row["wall_s"],
+            "time/cpu_s": row["cpu_s"],
+            **{f"time/t_{key}": value for key, value in self.times.items()},  # eval.csv's timers
+        }
+        for tag, value in scalars.items():
+            self.tb.add_scalar(tag, float(value), row["env_steps"])
+        self.tb.flush()
+
+    def close(self) -> None:
+        """Flush and close the TensorBoard events (at the end, and on Ctrl-C or an error)."""
+        if self.tb is not None:
+            self.tb.close()
+            self.tb = None
 
     # ------------------------------------------------------------------ checkpoints
     def _shared_state(self) -> dict[str, Any]:
@@ -735,6 +823,12 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--profile", action="store_true", help="print where the time went")
     parser.add_argument("--no-gif", action="store_true", help="skip the GIF of the trained policy")
     parser.add_argument(
+        "--tensorboard",
+        type=folder_path,
+        metavar="DIR",
+        help="also write TensorBoard events, per epoch, to DIR/<run name>_<N> (tensorboard --logdir DIR)",
+    )
+    parser.add_argument(
         "--env-threads", type=int, default=1, help="threads stepping each worker's envs' physics (default 1)"
     )
     parser.add_argument(
@@ -773,8 +867,9 @@ def read_conf(path: Path, env_id: str) -> dict[str, Any]:
     return entry
 
 
-def read_config(run_dir: Path) -> dict[str, Any]:
-    """The ``config.json`` of a run folder, checked as the options are (an edited file is one line)."""
+def read_config(run_dir: Path) -> tuple[dict[str, Any], Any]:
+    """The settings in the ``config.json`` of a run folder, checked as the options are (an edited file is
+    one line), and the run's TensorBoard folder recorded there (None: none; checked by the caller)."""
     path = run_dir / "config.json"
     fix = "restore it (the checkpoint's manifest holds the run's settings) or start again with --force"
     try:
@@ -784,11 +879,12 @@ def read_config(run_dir: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunError(f"--resume: {path} is not valid JSON ({exc}); {fix}") from None
     names = {f.name for f in fields(Config)}
+    tensorboard = saved.pop("tensorboard", None) if isinstance(saved, dict) else None  # absent: older runs
     if not isinstance(saved, dict) or set(saved) != names:
         got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
         raise RunError(f"--resume: {path} does not hold the settings of a her_ddpg run (keys {got}); {fix}")
     check_config(saved, f"--resume: {path}, key")
-    return saved
+    return saved, tensorboard
 
 
 def check_world(cfg: Config, world: World, horizon: int, where: str) -> None:
@@ -825,6 +921,11 @@ def parse_args(argv: list[str] | None, world: World | None = None) -> tuple[Conf
         )
     if args.evaluate is not None and args.evaluate < 1:
         raise RunError(f"--evaluate: {args.evaluate} is not accepted; accepted: an integer >= 1")
+    if args.evaluate is not None and args.tensorboard is not None:
+        raise RunError("--tensorboard: --evaluate writes nothing; accepted: --evaluate without --tensorboard")
+    if args.tensorboard is not None:
+        _check_tensorboard_installed()
+    args.tensorboard_run = None  # a resumed run's own TensorBoard folder (recorded in its config.json)
     if args.evaluate is not None and world.size > 1:
         raise RunError(
             f"--evaluate: runs in one process, not under torchrun ({world.size} workers); accepted: "
@@ -845,7 +946,13 @@ def parse_args(argv: list[str] | None, world: World | None = None) -> tuple[Conf
                 "envs.pkl), whose checkpoints this version cannot resume; finish it with that version, or start "
                 "a new run in another --output"
             )
-        saved = read_config(args.resume)
+        saved, recorded = read_config(args.resume)
+        if args.evaluate is None:
+            args.tensorboard_run = resumed_folder(
+                recorded, args.tensorboard, "--tensorboard", "--resume", args.resume / "config.json"
+            )
+            if args.tensorboard_run is not None:
+                _check_tensorboard_installed()
         changed = {k: v for k, v in values.items() if k not in ("epochs", "threads") and v != saved[k]}
         if changed:
             raise RunError(
@@ -874,7 +981,16 @@ def parse_args(argv: list[str] | None, world: World | None = None) -> tuple[Conf
     check_world(cfg, world, horizon, where)
     out = args.output or Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"
     RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
+    if args.tensorboard is not None:
+        check_new_folder(args.tensorboard, "--tensorboard")
     return cfg, out, args
+
+
+def _check_tensorboard_installed() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboard") is None:
+        raise RunError("--tensorboard: needs the tensorboard package; pip install tensorboard")
 
 
 def _fetch_ids() -> list[str]:
@@ -954,15 +1070,27 @@ def _take_up(
             raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
         path = out / "commands.txt"
         commands = (path.read_text() if path.is_file() else "") + commands
-    trainer = Trainer(cfg, folder, args.save_freq, world, args.env_threads)
+    tensorboard: Path | None = args.tensorboard_run
+    track = tensorboard is not None or args.tensorboard is not None
+    trainer = Trainer(cfg, folder, args.save_freq, world, args.env_threads, track=track)
     others: list[tuple[bytes, bytes]] = []
     if checkpoint is not None:
         others = trainer.load(checkpoint)  # before any write: a checkpoint that does not fit changes nothing
-    folder.write("config.json", json.dumps(asdict(cfg), indent=2) + "\n")  # --epochs may have grown
+    if tensorboard is None and args.tensorboard is not None:  # a new run, or one that had no TensorBoard
+        tensorboard = make_numbered_folder(args.tensorboard, out.resolve().name)
+    config = {**asdict(cfg), "tensorboard": None if tensorboard is None else str(tensorboard)}
+    folder.write("config.json", json.dumps(config, indent=2) + "\n")  # --epochs may have grown
     folder.write("commands.txt", commands)  # every command that wrote to this run, in order
     if checkpoint is not None:
         folder.write("eval.csv", csv_text(trainer.rows))  # drops rows written after the checkpoint
         print(f"resumed {out} at epoch {trainer.epoch}", flush=True)
+    if tensorboard is not None:
+        from torch.utils.tensorboard import SummaryWriter
+
+        # A resumed run goes on in the same folder; TensorBoard hides what a stopped session wrote after
+        # the checkpoint (purge_step: steps from there on), so no step is shown twice. No file is removed.
+        done = trainer.rows[-1]["env_steps"] if checkpoint is not None and trainer.rows else None
+        trainer.tb = SummaryWriter(str(tensorboard), purge_step=None if done is None else done + 1)
     return trainer, others
 
 
@@ -987,9 +1115,10 @@ def _train(argv: list[str], progress: dict[str, Any], world: World) -> float:
         _tell_stopped(world)
         raise
     progress["trainer"] = trainer
-    with folder:
+    with folder, contextlib.closing(trainer):
         if world.size > 1:
-            world.broadcast({"config": cfg, "save_freq": args.save_freq, "resumed": args.resume is not None})
+            world.broadcast({"config": cfg, "save_freq": args.save_freq, "resumed": args.resume is not None,
+                             "track": trainer.agent.stats is not None})  # fmt: skip
             if args.resume is not None:
                 trainer.hand_out(others)
             del others
@@ -1024,7 +1153,7 @@ def _follow(argv: list[str], progress: dict[str, Any], world: World) -> float:
     if go is None:
         raise SystemExit(2)  # rank 0 refused the run and said why
     args = build_parser().parse_args(argv)  # rank 0 accepted it: this worker reads its --env-threads
-    trainer = Trainer(go["config"], None, go["save_freq"], world, args.env_threads)
+    trainer = Trainer(go["config"], None, go["save_freq"], world, args.env_threads, track=go["track"])
     progress["trainer"] = trainer
     if go["resumed"]:
         trainer.take()

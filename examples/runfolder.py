@@ -17,6 +17,9 @@ rules are written once:
   and switched in by one rename; only then are older checkpoints removed. Loading checks the run id,
   sizes and hashes, so a damaged or foreign checkpoint is refused with one line, never half-loaded.
 * **Every file a user's work depends on is written aside, fsynced and renamed** (:func:`write_atomic`).
+* **A folder beside the run (``--tensorboard DIR``) is checked before the first write too**
+  (:func:`check_new_folder`), and each run writes in a subfolder of its own (:func:`make_numbered_folder`),
+  which a resumed run goes on writing in; nothing else in it is touched.
 
 Errors a user can act on are :class:`RunError` (one line: which file, what is wrong, what to do); the
 scripts print them as ``<script>: error: <message>`` and exit with status 2.
@@ -24,12 +27,14 @@ scripts print them as ``<script>: error: <message>`` and exit with status 2.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -50,8 +55,12 @@ __all__ = [
     "RunError",
     "RunFolder",
     "check_capacity",
+    "check_new_folder",
     "check_settings",
+    "folder_path",
     "fsync_dir",
+    "make_numbered_folder",
+    "resumed_folder",
     "run_main",
     "sigterm_as_interrupt",
     "write_atomic",
@@ -130,6 +139,73 @@ def check_capacity(buffer_size: int, n_envs: int, horizon: int | None, option: s
             f"{n_envs} x {horizon} = {n_envs * horizon} (the storage keeps buffer_size // n_envs steps per "
             "env, and HER samples only whole episodes)"
         )
+
+
+# ---------------------------------------------------------------------------------------- folders beside the run
+def check_new_folder(path: Path, option: str) -> None:
+    """Raise :class:`RunError` unless ``path`` is a folder, or one that can be made (its nearest existing
+    ancestor is a folder this process may write in); writes nothing. ``option`` names where it came from."""
+    accepted = "accepted: a folder (made if it does not exist)"
+    if os.path.lexists(path) and not path.is_dir():
+        raise RunError(f"{option}: {path} is a file, not a folder; {accepted}")
+    ancestor = path
+    while not os.path.lexists(ancestor) and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise RunError(f"{option}: {path} cannot be made, as {ancestor} is a file; {accepted}")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise RunError(f"{option}: {path} cannot be written, as {ancestor} is not writable; {accepted}")
+
+
+def resumed_folder(recorded: Any, given: Path | None, option: str, resume: str, file: Path) -> Path | None:
+    """The folder beside the run (``--tensorboard``) that a resumed run goes on writing in; writes nothing.
+
+    ``recorded``: the run's own, as its settings ``file`` holds it (None: it had none); ``given``: this
+    command's ``option``, which must then be that folder's parent, or be left out; ``resume`` names the
+    resume option in errors. Returns the recorded folder, checked; None for a run that had none (a new
+    one is then made in ``given``, if given).
+    """
+    flag = option.split()[-1]  # "argument --tensorboard" -> "--tensorboard"
+    if recorded is None:
+        if given is not None:
+            check_new_folder(given, option)
+        return None
+    if not isinstance(recorded, str) or not recorded:
+        raise RunError(
+            f"{resume}: {file}, key tensorboard: {recorded!r} is not accepted; accepted: a folder's path or null"
+        )
+    path = Path(recorded)
+    if given is not None and given.resolve() != path.parent.resolve():
+        raise RunError(
+            f"{option}: this run writes its TensorBoard events to {path} (recorded in {file}), not in {given}; "
+            f"accepted: no {flag} with --resume, or {flag} {path.parent}"
+        )
+    check_new_folder(path, f"{resume}: {file}, key tensorboard")
+    return path
+
+
+def folder_path(text: str) -> Path:
+    """An argparse type: a folder's path (an empty one is refused: ``Path("")`` would be the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected a folder's path")
+    return Path(text)
+
+
+def make_numbered_folder(parent: Path, name: str) -> Path:
+    """Make ``parent/<name>_<N>`` and return it: N is one above the highest of the folders already named
+    so (stable-baselines3's numbering of its TensorBoard runs), and a folder made by another process
+    meanwhile is skipped, so no two runs share one."""
+    parent.mkdir(parents=True, exist_ok=True)
+    numbered = re.compile(re.escape(name) + r"_(\d+)")
+    n = max((int(m.group(1)) for p in parent.iterdir() if (m := numbered.fullmatch(p.name))), default=0)
+    while True:
+        n += 1
+        path = parent / f"{name}_{n}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
 
 
 # ---------------------------------------------------------------------------------------- atomic writes

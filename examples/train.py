@@ -80,11 +80,16 @@ from runfolder import (
     Range,
     RunError,
     RunFolder,
+    check_new_folder,
     check_settings,
+    folder_path,
+    make_numbered_folder,
+    resumed_folder,
     run_main,
 )  # examples/runfolder.py
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
@@ -228,6 +233,13 @@ def build_parser() -> ArgumentParser:
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--no-gif", action="store_true", help="skip recording a GIF of the trained policy")
+    parser.add_argument(
+        "--tensorboard",
+        type=folder_path,
+        metavar="DIR",
+        help="TensorBoard events (stable-baselines3's, and the evaluations') in "
+        "DIR/<run name>_<N>: tensorboard --logdir DIR",
+    )
     return parser  # fmt: skip
 
 
@@ -325,6 +337,9 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
     out = args.output or default_output(env_id, algo, seed)
     RunFolder.check_free(out)  # a folder in use is refused before the model is built
     RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
+    if args.tensorboard is not None:
+        check_tensorboard_installed()
+        check_new_folder(args.tensorboard, "argument --tensorboard")
     return {
         "env": env_id,
         "algo": algo,
@@ -343,7 +358,15 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
             if v is not None
         },
         "output": str(out),
+        "tensorboard": None,  # the run's TensorBoard folder, made in --tensorboard DIR once the run starts
     }
+
+
+def check_tensorboard_installed() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboard") is None:
+        raise RunError("argument --tensorboard: needs the tensorboard package; pip install tensorboard")
 
 
 # What run.json must hold to be resumed, with the type of each value (checked before the folder is locked).
@@ -404,9 +427,14 @@ def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
         raise RunError(
             f"argument --resume: {', '.join(given)} cannot be given with --resume (a resumed run keeps the env, "
             "algo, seed and hyperparameters in its run.json); accepted with it: --timesteps, --stop-at, "
-            "--save-freq, --device, --threads, --no-progress, --no-gif"
+            "--save-freq, --device, --threads, --no-progress, --no-gif, --tensorboard"
         )
     run = read_run(args.resume, "argument --resume")
+    recorded = resumed_folder(run.get("tensorboard"), args.tensorboard, "argument --tensorboard",
+                              "argument --resume", args.resume / "run.json")  # fmt: skip
+    run["tensorboard"] = None if recorded is None else str(recorded)
+    if run["tensorboard"] is not None or args.tensorboard is not None:
+        check_tensorboard_installed()
     RunFolder.check_free(args.resume)
     if args.save_freq is not None:
         run["save_freq"] = args.save_freq
@@ -425,8 +453,12 @@ def settings(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- the run
-def build_model(run: dict[str, Any], device: str) -> OffPolicyAlgorithm:
-    """The algorithm of a new run; what its constructor refuses is one line naming the hyperparameter file."""
+def build_model(run: dict[str, Any], device: str, tensorboard_log: Path | None = None) -> OffPolicyAlgorithm:
+    """The algorithm of a new run; what its constructor refuses is one line naming the hyperparameter file.
+
+    ``tensorboard_log``: stable-baselines3's own option (kept in the model); the run's logger is set
+    to the run's own folder in it by :func:`tensorboard_logger`.
+    """
     params = evaluate_entry(run["hyperparams"])
     normalize = params.pop("normalize", False)
     for key in ("n_timesteps", "n_envs", "env_kwargs"):
@@ -452,6 +484,7 @@ def build_model(run: dict[str, Any], device: str) -> OffPolicyAlgorithm:
             seed=run["seed"],
             device=device,
             verbose=0,
+            tensorboard_log=None if tensorboard_log is None else str(tensorboard_log),
             **params,
         )
     except (TypeError, ValueError, AssertionError, KeyError) as exc:  # the constructors' own checks
@@ -474,7 +507,7 @@ def create(
     run: dict[str, Any], args: argparse.Namespace, device: str
 ) -> tuple[RunFolder, OffPolicyAlgorithm]:
     """The model of a new run, then its folder, locked (the model's errors leave nothing behind)."""
-    model = build_model(run, device)
+    model = build_model(run, device, args.tensorboard)
     if run["save_freq"] or args.stop_at:  # fail now, not at the first checkpoint
         try:
             cloudpickle.dumps(model.get_env())
@@ -541,7 +574,50 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
         (folder, model), state = create(run, args, device), None
     progress.update(folder=folder, model=model, out=folder.path)
     with folder:
-        return _learn(folder, model, run, state, args, argv)
+        logger = open_tensorboard(run, args, model, state is not None)
+        try:
+            return _learn(folder, model, run, state, args, argv)
+        finally:
+            if logger is not None:
+                logger.close()  # flushed at every dump too: a killed run loses nothing dumped
+
+
+def open_tensorboard(
+    run: dict[str, Any], args: argparse.Namespace, model: OffPolicyAlgorithm, resumed: bool
+) -> Logger | None:
+    """With ``--tensorboard`` (or a resumed run that had it): the run's TensorBoard folder (made in DIR
+    for a new run, or one that had none; recorded in ``run``) and the model's logger writing there."""
+    if run["tensorboard"] is None and args.tensorboard is not None:
+        run["tensorboard"] = str(make_numbered_folder(args.tensorboard, Path(run["output"]).resolve().name))
+    if run["tensorboard"] is None:
+        return None
+    folder = Path(run["tensorboard"])
+    model.tensorboard_log = str(folder.parent)  # stable-baselines3's own option, kept in the model
+    logger = tensorboard_logger(folder, model.num_timesteps + 1 if resumed else None)
+    model.set_logger(logger)
+    return logger
+
+
+class _TensorBoard(TensorBoardOutputFormat):
+    """stable-baselines3's TensorBoard output, its ``SummaryWriter`` opened with ``purge_step``."""
+
+    def __init__(self, folder: Path, purge_step: int | None) -> None:  # no super(): it opens a writer
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(log_dir=str(folder), purge_step=purge_step)
+        self._is_closed = False
+
+
+def tensorboard_logger(folder: Path, purge_step: int | None) -> Logger:
+    """The logger a run with ``--tensorboard`` trains with: stable-baselines3's scalars (and the
+    evaluations', ``eval/success_rate``) as TensorBoard events in the run's own ``folder``.
+
+    stable-baselines3 picks ``<tb_log_name>_<N>`` itself and, on a resumed ``learn``, goes on in the
+    highest N there, which may be another run's: here the run's folder is chosen once, kept in run.json,
+    and a resumed run goes on in it with ``purge_step`` (TensorBoard then hides what a stopped session
+    wrote after the checkpoint, so no step is shown twice; no file is removed).
+    """
+    return Logger(str(folder), [_TensorBoard(folder, purge_step)])
 
 
 def _learn(

@@ -7,6 +7,7 @@ nodes x 1 worker, a refused world size, and a killed worker stopping the others.
 from __future__ import annotations
 
 import csv
+import importlib.util
 import os
 import pickle
 import signal
@@ -106,9 +107,20 @@ def _same_agent(a: dict, b: dict) -> None:
 
 @pytest.fixture(scope="module")
 def two_worker_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of 2 epochs by 2 workers, with its TensorBoard events in ``tb/whole_1`` beside it."""
     out = tmp_path_factory.mktemp("dist") / "whole"
-    _ok(torchrun([*TINY, "--epochs", "2", "--output", str(out)]))
+    tensorboard = ["--tensorboard", str(out.parent / "tb")] if importlib.util.find_spec("tensorboard") else []
+    _ok(torchrun([*TINY, "--epochs", "2", "--output", str(out), *tensorboard]))
     return out
+
+
+def _tensorboard(folder: Path) -> dict[str, list[tuple[int, float]]]:
+    """The scalar series of a TensorBoard folder, as TensorBoard shows them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
 
 
 # ------------------------------------------------------------------------------ shares
@@ -168,9 +180,25 @@ def test_two_workers_write_one_checkpoint_and_the_same_networks(two_worker_run) 
     )
 
 
+def test_only_rank_0_writes_tensorboard_and_its_figures_cover_every_worker(two_worker_run) -> None:
+    pytest.importorskip("tensorboard")
+    tb = two_worker_run.parent / "tb"
+    assert [p.name for p in tb.iterdir()] == ["whole_1"]  # one run folder: rank 1 made none
+    (events,) = (tb / "whole_1").iterdir()  # and one events file: rank 1 wrote none
+    assert events.name.startswith("events.out.tfevents.")
+    series = _tensorboard(tb / "whole_1")
+    for tag in ("eval/success_rate", "train/critic_loss", "train/q_mean", "rollout/ep_rew_mean"):
+        assert [step for step, _ in series[tag]] == [600, 1200], tag  # 4 envs x 3 cycles x 50 steps an epoch
+    with (two_worker_run / "eval.csv").open() as f:
+        success = [float(r["success_rate"]) for r in csv.DictReader(f)]
+    assert [v for _, v in series["eval/success_rate"]] == pytest.approx(success)  # both workers' episodes
+    assert [v for _, v in series["train/n_updates"]] == [6, 12]
+
+
 def test_a_resumed_two_worker_run_is_the_uninterrupted_one_bit_for_bit(two_worker_run, tmp_path) -> None:
-    out = tmp_path / "split"
-    _ok(torchrun([*TINY, "--epochs", "1", "--output", str(out)]))
+    pytest.importorskip("tensorboard")
+    out, tb = tmp_path / "split", tmp_path / "tb"
+    _ok(torchrun([*TINY, "--epochs", "1", "--output", str(out), "--tensorboard", str(tb)]))
     resumed = torchrun(["--resume", str(out), "--epochs", "2"])
     _ok(resumed)
     assert f"resumed {out} at epoch 1" in resumed.stdout
@@ -178,6 +206,11 @@ def test_a_resumed_two_worker_run_is_the_uninterrupted_one_bit_for_bit(two_worke
     _same_agent(whole[0], split[0])
     assert whole[1] == split[1]
     _same_workers(whole[2], split[2])
+    # TensorBoard goes on in the run's folder; the figures summed over the workers are the same, bit for bit.
+    a, b = _tensorboard(two_worker_run.parent / "tb" / "whole_1"), _tensorboard(tb / "split_1")
+    for tag in ("eval/success_rate", "eval/mean_reward", "rollout/ep_rew_mean", "train/critic_loss",
+                "train/actor_loss", "train/q_mean", "train/q_target_mean"):  # fmt: skip
+        assert a[tag] == b[tag], tag
 
 
 def test_one_node_of_two_workers_equals_two_nodes_of_one(two_worker_run, tmp_path) -> None:

@@ -6,13 +6,15 @@ checkpoint is seen being written, so some land inside checkpoint writes). After 
 is tried; it either goes on or refuses with exactly one line and exit status 2 (a run killed before
 its first checkpoint), and then the run is started again with ``--force``. Finally the run completes
 and its parameters, optimiser states, replay storage and curve are compared with the uninterrupted
-run's. Slow (a few minutes: every attempt imports torch): ``python -m pytest -m slow``.
+run's, and so are its TensorBoard events (``--tensorboard``): every file readable, no step twice, the
+same figures. Slow (a few minutes: every attempt imports torch): ``python -m pytest -m slow``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import pickle
 import random
@@ -30,6 +32,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("mujoco")
 pytest.importorskip("stable_baselines3")
+pytest.importorskip("tensorboard")
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KILLS = 20
@@ -43,6 +46,8 @@ class Script:
     new: list[str]  # options of a new run (--output is added)
     resume: list[str]  # options besides --resume RUN_DIR
     curve_columns: tuple[str, ...]  # the columns of eval.csv that must be equal (not the clocks)
+    settings: str  # the file naming the run's TensorBoard folder
+    learned: tuple[str, ...]  # the TensorBoard series that must be equal (not the clocks)
 
 
 SCRIPTS = {
@@ -50,16 +55,22 @@ SCRIPTS = {
         "her_ddpg.py",
         ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "4", "--n-batches", "4",
          "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "5000",
-         "--eval-episodes", "2", "--save-freq", "1", "--no-gif", "--epochs", "8"],
+         "--eval-episodes", "2", "--save-freq", "1", "--no-gif", "--epochs", "8", "--tensorboard", "tb"],
         ["--no-gif"],
         ("epoch", "env_steps", "updates", "success_rate"),
+        "config.json",
+        ("eval/success_rate", "eval/mean_reward", "rollout/ep_rew_mean", "rollout/success_rate",
+         "train/critic_loss", "train/actor_loss", "train/q_mean", "train/q_target_mean", "train/n_updates"),
     ),
     "train": Script(
         "train.py",
         ["--env", "goalenvs/BitFlip-v0", "--env-kwargs", '{"n_bits": 4}', "--timesteps", "3000",
-         "--save-freq", "250", "--eval-freq", "500", "--eval-episodes", "5", "--no-progress", "--no-gif"],
+         "--save-freq", "250", "--eval-freq", "500", "--eval-episodes", "5", "--no-progress", "--no-gif",
+         "--tensorboard", "tb"],
         ["--no-progress", "--no-gif"],
         ("timesteps", "success_rate", "mean_return"),
+        "run.json",
+        ("eval/success_rate", "eval/mean_reward"),  # stable-baselines3's rollout/ means do not survive a resume
     ),
 }  # fmt: skip
 
@@ -140,9 +151,26 @@ def assert_same_value(a: object, b: object, where: str) -> None:
         assert_same_value(state(a), state(b), f"{where}<{type(a).__name__}>")
 
 
+def tensorboard(out: Path, settings: str) -> dict[str, list[tuple[int, float]]]:
+    """The scalar series of the run's TensorBoard folder (named in its settings, relative to the folder the
+    run was started in), as TensorBoard shows them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    folder = out.parent / json.loads((out / settings).read_text())["tensorboard"]
+    events = EventAccumulator(str(folder), size_guidance={"scalars": 0})
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
 def assert_same_end(name: str, a: Path, b: Path) -> None:
     script = SCRIPTS[name]
     assert curve(a, script.curve_columns) == curve(b, script.curve_columns)
+    ta, tb = (tensorboard(out, script.settings) for out in (a, b))
+    for tag in script.learned:
+        assert ta[tag] == tb[tag], tag
+    for tag, series in tb.items():  # what killed sessions wrote after their checkpoint is hidden
+        steps = [step for step, _ in series]
+        assert steps == sorted(set(steps)), tag
     ca, cb = latest_checkpoint(a), latest_checkpoint(b)
     assert ca.name == cb.name
     if name == "her_ddpg":
