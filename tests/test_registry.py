@@ -48,6 +48,22 @@ def test_registry_ids_are_namespaced_and_described():
         assert entry.description.strip()
 
 
+def test_entry_points_are_strings_that_build_the_entry_class():
+    """Gymnasium writes a spec as JSON (Minari datasets) only when its entry points are strings."""
+    from gymnasium.envs.registration import load_env_creator
+
+    for entry in ENVS:
+        spec = gym.spec(entry.id)
+        assert spec.entry_point == entry.maker and entry.maker.startswith("goalenvs.registration:make_")
+        assert spec.vector_entry_point is None or isinstance(spec.vector_entry_point, str)
+        assert load_env_creator(entry.maker).__name__ == entry.maker.split(":")[1]
+        spec.to_json()  # raises for a callable entry point
+    for param in ALL:  # the class each maker builds is its entry's (ids whose dependencies are installed)
+        if not param.marks:
+            entry = next(e for e in ENVS if e.id == param.values[0])
+            assert type(gym.make(entry.id).unwrapped) is load_env_creator(entry.entry_point)
+
+
 def test_import_is_light():
     code = "import sys, goalenvs; print(sorted(m for m in ('mujoco', 'torch', 'stable_baselines3') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

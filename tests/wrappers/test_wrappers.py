@@ -22,7 +22,7 @@ from gymnasium.vector import AutoresetMode
 
 import goalenvs
 from goalenvs import check_goal_env
-from goalenvs.registration import ENVS, make_env
+from goalenvs.registration import ENVS, make_bitflip, make_env, make_parking
 from goalenvs.wrappers import (
     DenseReward,
     FlattenGoalObservation,
@@ -661,6 +661,9 @@ def test_make_env_works_for_any_caller():
     env = make_env("goalenvs.envs.bitflip:BitFlipEnv", n_bits=3)
     assert _checker_in(env) and env.unwrapped.task.n_bits == 3
     assert not _checker_in(make_env("goalenvs.envs.bitflip:BitFlipEnv", check_goal_contract=False))
+    # the registered makers are make_env for one class each
+    assert _checker_in(make_bitflip(n_bits=3)) and not _checker_in(make_bitflip(check_goal_contract=False))
+    assert type(make_parking().unwrapped).__name__ == "ParkingEnv"
     with pytest.raises(TypeError, match="check_goal_contract must be True or False"):
         gym.make("goalenvs/BitFlip-v0", check_goal_contract="no")
 

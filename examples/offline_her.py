@@ -1,0 +1,613 @@
+"""Offline goal-conditioned RL from a Minari dataset: record one, relabel it with HER, train TD3+BC, evaluate.
+
+    python examples/offline_her.py record --policy runs/FetchReach-v0_ddpg_s0 --dataset goalenvs/fetchreach/ddpg-mixed-v0
+    python examples/offline_her.py train --dataset goalenvs/fetchreach/ddpg-mixed-v0 --output runs/FetchReach-v0_offline
+
+``record`` plays the greedy policy of a ``her_ddpg.py`` run (its latest checkpoint's ``agent.pt``) for
+``--expert-episodes`` episodes, then a noisy version of it (Gaussian noise ``--noise-eps`` and a share
+``--random-eps`` of uniformly random actions; by default the run's own exploration settings) for
+``--noisy-episodes``, in a ``minari.DataCollector`` that keeps every step's info, and writes them as
+one Minari dataset. Minari refuses to overwrite a dataset: choose another id, or delete the old one
+with ``minari delete ID``.
+
+``train`` reads any goal-conditioned Minari dataset found locally (nothing is downloaded): a Dict
+observation space with ``observation``, ``achieved_goal`` and ``desired_goal`` (ours, or the D4RL
+PointMaze / AntMaze datasets), and a bounded Box action space. Its episodes go into a
+``her.HerStorage`` with 'future' relabelling (``--n-sampled-goal`` relabelled transitions per real
+one, rewards from the dataset env's ``compute_reward``); TD3+BC (Fujimoto and Gu, 2021: TD3 whose
+actor loss adds ``(pi(s, g) - a)^2`` to ``-lambda Q(s, g, pi(s, g))``, ``lambda = alpha / mean|Q|``)
+learns from the relabelled batches, and the greedy policy is evaluated every ``--eval-freq`` updates
+on ``--eval-episodes`` fresh episodes of the dataset's (evaluation) env, seeded apart from the
+recorded ones. Everything runs on the CPU in one thread (``--threads``).
+
+``train`` writes to ``--output``: ``config.json``, ``commands.txt``, ``eval.csv`` (updates, success
+rate, mean losses since the last row, wall and CPU seconds) and ``policy.pt`` (the actor, its input
+normalisers and the action bounds). A non-empty folder is refused unless ``--force`` (which removes
+only what a run of this script wrote there; ``examples/runfolder.py``). There are no checkpoints: a
+stopped run starts over.
+
+Datasets are read from and written to Minari's folder: ``$MINARI_DATASETS_PATH``, else
+``~/.minari/datasets``; ``--datasets-path`` sets it. A user's mistake ends with one line and exit
+status 2. docs/training.md ("Offline: Minari datasets") gives a measured run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import io
+import json
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from gymnasium import spaces
+from her_ddpg import MLP, Agent, Config, Normalizer, csv_text  # examples/ is on sys.path
+from runfolder import Range, RunError, RunFolder, check_settings, run_main
+from torch import nn
+
+import goalenvs  # registers the goalenvs/ ids
+from her import HerStorage
+
+SCRIPT = "offline_her.py"
+OUTPUTS = ("config.json", "commands.txt", "eval.csv", "policy.pt")
+GOAL_KEYS = ("observation", "achieved_goal", "desired_goal")
+RECORD_SEED = 1_000_000  # episode i of `record --seed s` is seeded s * RECORD_SEED + i
+EVAL_SEED = 3 * 10**9  # evaluation episode i is seeded EVAL_SEED + i: apart from any recorded one
+
+
+def _minari() -> Any:
+    """The minari module, or a one-line error saying how to install it."""
+    try:
+        import minari
+    except ImportError:
+        raise RunError('minari is not installed; pip install "minari[create,hdf5]>=0.5"') from None
+    return minari
+
+
+# ---------------------------------------------------------------------------------------- recording
+def _reset_info_callback() -> type:
+    """Minari's ``StepDataCallback`` that gives an empty reset info the keys of the step info (see below)."""
+    from minari.data_collector.callbacks import StepDataCallback
+
+    class GoalResetInfo(StepDataCallback):
+        """Minari keeps one info layout per episode, the reset's info its first entry; goalenvs' Fetch
+        (as Gymnasium-Robotics') resets with an empty info and steps with ``is_success`` and
+        ``elapsed_steps``. A Fetch reset gets those keys: the reset state's success and 0 steps. Every
+        other info passes unchanged."""
+
+        def __call__(
+            self, env: gym.Env, obs: Any, info: dict[str, Any], action: Any = None, **kwargs: Any
+        ) -> Any:
+            step_data = super().__call__(env, obs=obs, info=info, action=action, **kwargs)
+            goal_env: Any = env.unwrapped
+            if action is None and not info and type(goal_env).__module__.startswith("goalenvs.envs.fetch"):
+                from goalenvs.envs.fetch.task import fetch_success
+
+                success = fetch_success(
+                    obs["achieved_goal"], obs["desired_goal"], goal_env.distance_threshold
+                )
+                step_data["info"] = {"is_success": success, "elapsed_steps": 0}
+            return step_data
+
+    return GoalResetInfo
+
+
+def collector(env: gym.Env) -> Any:
+    """``minari.DataCollector`` of ``env`` that keeps every step's info (Fetch's reset info filled in)."""
+    return _minari().DataCollector(env, record_infos=True, step_data_callback=_reset_info_callback())
+
+
+Policy = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+
+def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -> list[bool]:
+    """Play ``episodes`` episodes of ``policy`` (one observation dict -> one action), episode ``i`` seeded
+    ``first_seed + i``; their successes (``info["is_success"]``, or ``"success"``, at the episode's end)."""
+    successes = []
+    for i in range(episodes):
+        obs, info = env.reset(seed=first_seed + i)
+        done = False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(policy(obs))
+            done = terminated or truncated
+        successes.append(bool(info.get("is_success", info.get("success", False))))
+    return successes
+
+
+def load_ddpg_policy(run_dir: Path) -> tuple[Agent, str]:
+    """The agent of the latest checkpoint of a ``her_ddpg.py`` run, and its env id (one-line errors)."""
+    import her_ddpg
+
+    checkpoint = RunFolder.read_only(
+        run_dir, her_ddpg.SCRIPT, her_ddpg.OUTPUTS, option="--policy"
+    ).latest_checkpoint()
+    if checkpoint is None:
+        raise RunError(
+            f"--policy: {run_dir} has no checkpoint yet (her_ddpg.py writes one every --save-freq epochs)"
+        )
+    saved = checkpoint.meta.get("config")
+    if not isinstance(saved, dict) or set(saved) != {f.name for f in fields(Config)}:
+        raise checkpoint.unfit("MANIFEST.json", "its meta holds no her_ddpg settings")
+    cfg = Config(**saved)
+    env = gym.make(cfg.env_id)
+    space: Any = env.observation_space
+    act_dim = int(np.prod(env.action_space.shape or (1,)))
+    agent = Agent(cfg, space["observation"].shape[0], space["desired_goal"].shape[0], act_dim)
+    state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
+    try:
+        agent.load_state_dict(state["agent"])
+    except (KeyError, TypeError, RuntimeError) as exc:
+        raise checkpoint.unfit("agent.pt", exc) from None
+    return agent, cfg.env_id
+
+
+def ddpg_policies(agent: Agent, noise_eps: float, random_eps: float, seed: int) -> tuple[Policy, Policy]:
+    """The agent's greedy policy, and a noisy one: ``clip(pi + noise_eps * N(0, 1))``, uniformly random
+    actions with probability ``random_eps`` (her_ddpg.py's exploration), from its own generator."""
+    rng = np.random.default_rng(seed)
+
+    def greedy(obs: dict[str, np.ndarray]) -> np.ndarray:
+        return agent.pi(obs["observation"][None], obs["desired_goal"][None])[0]
+
+    def noisy(obs: dict[str, np.ndarray]) -> np.ndarray:
+        u = greedy(obs)
+        u = np.clip(u + noise_eps * rng.standard_normal(u.shape), -1.0, 1.0)
+        if rng.random() < random_eps:
+            u = rng.uniform(-1.0, 1.0, u.shape)
+        return u.astype(np.float32)
+
+    return greedy, noisy
+
+
+def check_dataset_id(dataset_id: str, option: str = "--dataset") -> None:
+    from minari.dataset.minari_dataset import parse_dataset_id
+
+    try:
+        parse_dataset_id(dataset_id)
+    except (ValueError, TypeError):
+        raise RunError(
+            f"{option}: {dataset_id!r} is not a Minari dataset id; accepted: (namespace/)name-v<version>, "
+            "e.g. goalenvs/fetchreach/expert-v0"
+        ) from None
+
+
+def record(args: argparse.Namespace) -> None:
+    """The ``record`` command: a dataset of a her_ddpg.py policy, greedy then noisy."""
+    _minari()
+    check_dataset_id(args.dataset)
+    from minari.storage import get_dataset_path
+
+    if get_dataset_path(args.dataset).exists():
+        raise RunError(
+            f"--dataset: {args.dataset} exists in {get_dataset_path()} and Minari does not overwrite it; "
+            f"choose another id, or delete it first (minari delete {args.dataset})"
+        )
+    torch.set_num_threads(args.threads)
+    agent, env_id = load_ddpg_policy(args.policy)
+    noise_eps = agent.cfg.noise_eps if args.noise_eps is None else args.noise_eps
+    random_eps = agent.cfg.random_eps if args.random_eps is None else args.random_eps
+    greedy, noisy = ddpg_policies(agent, noise_eps, random_eps, args.seed)
+    env = collector(gym.make(env_id))
+    first = args.seed * RECORD_SEED
+    t0 = time.perf_counter()
+    expert = run_episodes(env, greedy, args.expert_episodes, first)
+    mixed = run_episodes(env, noisy, args.noisy_episodes, first + args.expert_episodes)
+    with warnings.catch_warnings():  # Minari asks for an author, an e-mail address, a code link, ...
+        warnings.filterwarnings("ignore", category=UserWarning, module="minari")
+        dataset = env.create_dataset(
+            args.dataset,
+            algorithm_name=f"her_ddpg.py greedy ({args.expert_episodes} episodes), then with noise {noise_eps} "
+            f"and random actions {random_eps} ({args.noisy_episodes} episodes)",
+            description=f"{env_id}: episodes of the DDPG+HER policy of {args.policy}, greedy then noisy "
+            f"(examples/offline_her.py record, seeds from {first})",
+            requirements=[f"goalenvs>={goalenvs.__version__}"],
+        )
+    rates = [f"{np.mean(s):.3f}" if s else "-" for s in (expert, mixed)]
+    print(
+        f"{args.dataset}: {dataset.total_episodes} episodes, {dataset.total_steps} steps in "
+        f"{time.perf_counter() - t0:.0f}s; success greedy {rates[0]}, noisy {rates[1]}; "
+        f"in {get_dataset_path(args.dataset)}"
+    )
+
+
+# ---------------------------------------------------------------------------------------- the storage
+def check_goal_dataset(dataset: Any) -> tuple[spaces.Dict, spaces.Box]:
+    """The dataset's observation and action spaces, refused in one line unless goal-conditioned and bounded."""
+    obs_space, act_space = dataset.observation_space, dataset.action_space
+    if not isinstance(obs_space, spaces.Dict) or not set(GOAL_KEYS) <= set(obs_space.spaces):
+        raise RunError(
+            f"--dataset: {dataset.spec.dataset_id} is not goal-conditioned (observation space {obs_space}); "
+            f"accepted: a Dict observation space with {list(GOAL_KEYS)}"
+        )
+    if not isinstance(act_space, spaces.Box) or not np.all(
+        np.isfinite(act_space.low) & np.isfinite(act_space.high)
+    ):
+        raise RunError(
+            f"--dataset: {dataset.spec.dataset_id} has action space {act_space}; accepted: a bounded Box"
+        )
+    return obs_space, act_space
+
+
+def fill_storage(
+    dataset: Any,
+    reward_fn: Callable[..., Any],
+    *,
+    n_sampled_goal: int = 4,
+    keep_infos: bool = True,
+    seed: int | None = None,
+) -> HerStorage:
+    """Every episode of a goal-conditioned Minari ``dataset`` in a ``HerStorage`` with 'future' relabelling.
+
+    Minari stores ``T + 1`` observations and infos per episode of ``T`` steps (the reset's first); step
+    ``t`` goes in as ``(obs[t], actions[t], rewards[t], terminations[t], truncations[t], infos[t + 1],
+    obs[t + 1])``. An episode that ends neither terminated nor truncated is cut (its last step then
+    counts as truncated). With ``keep_infos`` the step infos are kept and passed to ``reward_fn``
+    (needed by envs whose reward reads them, e.g. Parking's crash penalty); with ``False`` it gets None.
+    """
+    obs_space, act_space = check_goal_dataset(dataset)
+    storage = HerStorage(
+        max(dataset.total_steps, 1),
+        spaces.Dict({key: obs_space[key] for key in GOAL_KEYS}),
+        act_space,
+        reward_fn,
+        n_sampled_goal=n_sampled_goal,
+        goal_selection_strategy="future",
+        copy_info_dict=keep_infos,
+        seed=seed,
+    )
+    for episode in dataset.iterate_episodes():
+        obs = {key: np.asarray(episode.observations[key]) for key in GOAL_KEYS}
+        infos = episode.infos or {}
+        for t in range(len(episode)):
+            info = _info_at(infos, t + 1) if keep_infos else None
+            storage.add(
+                {key: value[t : t + 1] for key, value in obs.items()},
+                episode.actions[t : t + 1],
+                episode.rewards[t : t + 1],
+                episode.terminations[t : t + 1],
+                episode.truncations[t : t + 1],
+                [info],
+                {key: value[t + 1 : t + 2] for key, value in obs.items()},
+            )
+        storage.end_episodes()  # cuts an episode that ended neither way; does nothing otherwise
+    return storage
+
+
+def _info_at(infos: dict[str, Any], i: int) -> dict[str, Any]:
+    """Entry ``i`` of Minari's episode infos (a dict of arrays, possibly nested) as one info dict."""
+    return {key: _info_at(value, i) if isinstance(value, dict) else value[i] for key, value in infos.items()}
+
+
+# ---------------------------------------------------------------------------------------- TD3+BC
+@dataclass
+class Settings:
+    """What ``train`` runs (the options of the same names); TD3+BC's published values where they apply."""
+
+    dataset: str = ""
+    seed: int = 0
+    updates: int = 20_000
+    batch_size: int = 256
+    n_sampled_goal: int = 4  # 'future' goals: 80% of each batch relabelled
+    hidden: int = 256
+    layers: int = 2
+    lr: float = 3e-4
+    gamma: float = 0.98
+    tau: float = 0.005
+    alpha: float = 2.5
+    policy_noise: float = 0.2
+    noise_clip: float = 0.5
+    policy_freq: int = 2
+    clip_obs: float = 200.0
+    norm_clip: float = 5.0
+    keep_infos: bool = True
+    eval_episodes: int = 100
+    eval_freq: int = 5_000
+    threads: int = 1
+
+
+_POSITIVE = Range(float, 0.0, low_open=True)
+RANGES: dict[str, Range] = {
+    "seed": Range(int, 0, 2**32 - 1),
+    **{name: Range(int, 1) for name in ("updates", "batch_size", "hidden", "layers", "policy_freq",
+                                        "eval_episodes", "eval_freq", "threads")},
+    "n_sampled_goal": Range(int, 0),
+    **{name: _POSITIVE for name in ("lr", "clip_obs", "norm_clip")},
+    "gamma": Range(float, 0.0, 1.0, high_open=True),
+    "tau": Range(float, 0.0, 1.0, low_open=True),
+    **{name: Range(float, 0.0) for name in ("alpha", "policy_noise", "noise_clip")},
+}  # fmt: skip
+
+
+class TD3BC:
+    """TD3+BC on goal-conditioned inputs: an actor and twin critics over normalised ``(observation, goal)``.
+
+    Actions are learnt in ``[-1, 1]`` (the action space's box mapped linearly); critic targets are
+    clipped to the returns that rewards in ``reward_range`` allow (``[min(r_lo, 0), max(r_hi, 0)] /
+    (1 - gamma)``).
+    """
+
+    def __init__(
+        self,
+        s: Settings,
+        o_norm: Normalizer,
+        g_norm: Normalizer,
+        action_space: spaces.Box,
+        reward_range: tuple[float, float],
+    ) -> None:
+        self.s, self.o_norm, self.g_norm = s, o_norm, g_norm
+        self.low = action_space.low.astype(np.float32)
+        self.high = action_space.high.astype(np.float32)
+        n_in, n_act = o_norm.sum.size + g_norm.sum.size, self.low.size
+        self.actor = MLP(n_in, n_act, s.hidden, s.layers, bf16=False)
+        self.critics = nn.ModuleList([MLP(n_in + n_act, 1, s.hidden, s.layers, bf16=False) for _ in range(2)])
+        self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
+        self.critics_target = copy.deepcopy(self.critics).requires_grad_(False)
+        self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=s.lr)
+        self.critic_opt = torch.optim.Adam(self.critics.parameters(), lr=s.lr)
+        self.q_low = min(reward_range[0], 0.0) / (1.0 - s.gamma)
+        self.q_high = max(reward_range[1], 0.0) / (1.0 - s.gamma)
+        self.updates = 0
+
+    def inputs(self, obs: np.ndarray, goal: np.ndarray) -> torch.Tensor:
+        """``(B, obs_dim + goal_dim)`` normalised input from raw ``(B, obs_dim)`` observations and ``(B, goal_dim)`` goals."""
+        o = self.o_norm(np.clip(obs, -self.s.clip_obs, self.s.clip_obs))
+        g = self.g_norm(np.clip(goal, -self.s.clip_obs, self.s.clip_obs))
+        return torch.from_numpy(np.concatenate([o, g], axis=1, dtype=np.float32))
+
+    def to_unit(self, actions: np.ndarray) -> np.ndarray:
+        """``(B, act_dim)`` env actions mapped to ``[-1, 1]``."""
+        return np.clip(2.0 * (actions - self.low) / (self.high - self.low) - 1.0, -1.0, 1.0).astype(
+            np.float32
+        )
+
+    def pi(self, obs: np.ndarray, goal: np.ndarray) -> np.ndarray:
+        """Greedy env actions, shape ``(B, act_dim)``."""
+        with torch.no_grad():
+            u = torch.tanh(self.actor(self.inputs(obs, goal))).numpy()
+        return self.low + (u + 1.0) * 0.5 * (self.high - self.low)
+
+    def update(self, batch: dict[str, Any]) -> dict[str, float]:
+        """One critic step (and, every ``policy_freq`` updates, one actor step and the target moves) on a batch."""
+        s = self.s
+        obs, nxt = batch["observations"], batch["next_observations"]
+        x = self.inputs(obs["observation"], obs["desired_goal"])
+        x2 = self.inputs(nxt["observation"], nxt["desired_goal"])
+        a = torch.from_numpy(self.to_unit(batch["actions"]))
+        r = torch.from_numpy(np.asarray(batch["rewards"], dtype=np.float32)).unsqueeze(1)
+        not_done = 1.0 - torch.from_numpy(np.asarray(batch["terminateds"], dtype=np.float32)).unsqueeze(1)
+        with torch.no_grad():
+            noise = (torch.randn_like(a) * s.policy_noise).clamp(-s.noise_clip, s.noise_clip)
+            a2 = (torch.tanh(self.actor_target(x2)) + noise).clamp(-1.0, 1.0)
+            q2 = torch.min(*(q(torch.cat([x2, a2], 1)) for q in self.critics_target))
+            target = (r + s.gamma * not_done * q2).clamp(self.q_low, self.q_high)
+        critic_loss = torch.stack(
+            [(q(torch.cat([x, a], 1)) - target).pow(2).mean() for q in self.critics]
+        ).sum()
+        self.critic_opt.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_opt.step()
+        self.updates += 1
+        out = {"critic_loss": float(critic_loss.detach())}
+        if self.updates % s.policy_freq == 0:
+            pi = torch.tanh(self.actor(x))
+            self.critics.requires_grad_(False)
+            q = self.critics[0](torch.cat([x, pi], 1))
+            self.critics.requires_grad_(True)
+            lmbda = s.alpha / q.abs().mean().detach().clamp_min(1e-6)
+            bc = (pi - a).pow(2).mean()
+            actor_loss = -lmbda * q.mean() + bc
+            self.actor_opt.zero_grad(set_to_none=True)
+            actor_loss.backward()
+            self.actor_opt.step()
+            with torch.no_grad():
+                for net, tgt in ((self.actor, self.actor_target), (self.critics, self.critics_target)):
+                    for p, tp in zip(net.parameters(), tgt.parameters(), strict=True):
+                        tp.lerp_(p, s.tau)
+            out.update(actor_loss=float(actor_loss.detach()), bc_loss=float(bc.detach()))
+        return out
+
+    def state_dict(self) -> dict[str, Any]:
+        """What ``policy.pt`` holds: the actor, its normalisers and the action bounds."""
+        return {
+            "actor": self.actor.state_dict(),
+            "normalizers": (self.o_norm.__dict__, self.g_norm.__dict__),
+            "low": self.low,
+            "high": self.high,
+            "settings": asdict(self.s),
+        }
+
+
+def fit_normalizers(storage: HerStorage, s: Settings) -> tuple[Normalizer, Normalizer]:
+    """Observation and goal statistics of every stored step (goals: desired and achieved, the goals
+    relabelled batches hold)."""
+    stored = storage.rows("observations")  # (steps, 1, dim) per key: every stored step's observation
+    obs = {key: np.asarray(stored[key]).reshape(-1, stored[key].shape[-1]) for key in GOAL_KEYS}
+    o_norm = Normalizer(obs["observation"].shape[1], 0.01, s.norm_clip)
+    g_norm = Normalizer(obs["desired_goal"].shape[1], 0.01, s.norm_clip)
+    o_norm.update(np.clip(obs["observation"], -s.clip_obs, s.clip_obs))
+    g_norm.update(
+        np.clip(np.concatenate([obs["desired_goal"], obs["achieved_goal"]]), -s.clip_obs, s.clip_obs)
+    )
+    return o_norm, g_norm
+
+
+def evaluate(agent: TD3BC, env: gym.Env, episodes: int) -> float:
+    """Success rate of the greedy policy over ``episodes`` fresh episodes (seeds ``EVAL_SEED + i``)."""
+
+    def policy(obs: dict[str, np.ndarray]) -> np.ndarray:
+        return agent.pi(obs["observation"][None], obs["desired_goal"][None])[0]
+
+    return float(np.mean(run_episodes(env, policy, episodes, EVAL_SEED)))
+
+
+def load_dataset(dataset_id: str) -> Any:
+    """A local Minari dataset (never downloaded); a missing one is a one-line error."""
+    minari = _minari()
+    check_dataset_id(dataset_id)
+    from minari.storage import get_dataset_path
+
+    if not (get_dataset_path(dataset_id) / "data").is_dir():
+        raise RunError(
+            f"--dataset: no dataset {dataset_id} in {get_dataset_path()} (the local datasets: minari list local); "
+            "record one with the record command, or set --datasets-path"
+        )
+    return minari.load_dataset(dataset_id)
+
+
+def train(args: argparse.Namespace, argv: list[str]) -> float:
+    """The ``train`` command; returns the final success rate."""
+    s = Settings(**{f.name: getattr(args, f.name) for f in fields(Settings)})
+    check_settings(asdict(s), RANGES, "option")
+    RunFolder.check_new(args.output, args.force, OUTPUTS, SCRIPT)  # before the dataset is read
+    dataset = load_dataset(s.dataset)
+    check_goal_dataset(dataset)
+    try:
+        env = dataset.recover_environment(eval_env=True)
+    except Exception as exc:  # a missing package (gymnasium_robotics, mujoco), an id not registered here
+        raise RunError(
+            f"--dataset: cannot make the env of {s.dataset} here ({type(exc).__name__}: {exc})"
+        ) from None
+    torch.set_num_threads(s.threads)
+    torch.manual_seed(s.seed)
+    t0 = time.perf_counter()
+    storage = fill_storage(
+        dataset,
+        env.unwrapped.compute_reward,
+        n_sampled_goal=s.n_sampled_goal,
+        keep_infos=s.keep_infos,
+        seed=s.seed,
+    )
+    rewards = np.asarray(storage.rows("rewards"))
+    o_norm, g_norm = fit_normalizers(storage, s)
+    agent = TD3BC(s, o_norm, g_norm, dataset.action_space, (float(rewards.min()), float(rewards.max())))
+    print(f"{s.dataset}: {dataset.total_episodes} episodes, {storage.num_transitions} steps loaded in "
+          f"{time.perf_counter() - t0:.1f}s", flush=True)  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    success = float("nan")
+    with RunFolder.create(args.output, force=args.force, outputs=OUTPUTS, script=SCRIPT) as folder:
+        folder.write("config.json", json.dumps(asdict(s), indent=2) + "\n")
+        folder.write("commands.txt", " ".join(["python", "examples/offline_her.py", *argv]) + "\n")
+        start, cpu_start, losses = time.perf_counter(), time.process_time(), []
+        for update in range(1, s.updates + 1):
+            losses.append(agent.update(storage.sample_arrays(s.batch_size)))
+            if update % s.eval_freq == 0 or update == s.updates:
+                success = evaluate(agent, env, s.eval_episodes)
+                recent = {
+                    key: float(np.mean([row[key] for row in losses if key in row])) for key in losses[-1]
+                }
+                rows.append({"updates": update, "success_rate": success, **recent,
+                             "wall_s": round(time.perf_counter() - start, 1),
+                             "cpu_s": round(time.process_time() - cpu_start, 1)})  # fmt: skip
+                losses = []
+                print(
+                    f"updates {update:7d}  success {success:.3f}  wall {rows[-1]['wall_s']:6.0f}s  cpu {rows[-1]['cpu_s']:6.0f}s",
+                    flush=True,
+                )
+                folder.write("eval.csv", csv_text(rows))
+        data = io.BytesIO()
+        torch.save(agent.state_dict(), data)
+        folder.write("policy.pt", data.getvalue())
+    print(f"final success rate {success:.3f} over {s.eval_episodes} fresh episodes; {args.output}")
+    return success
+
+
+# ---------------------------------------------------------------------------------------- command line
+class ArgumentParser(argparse.ArgumentParser):
+    """Errors are one line (what was wrong, what is accepted), exit status 2, without argparse's usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{SCRIPT}: error: {' '.join(str(message).split())}\n")
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--datasets-path",
+        type=Path,
+        help="Minari's dataset folder (default $MINARI_DATASETS_PATH, else ~/.minari/datasets)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{record,train}")
+    rec = commands.add_parser("record", help="record a dataset of a her_ddpg.py policy, greedy then noisy")
+    rec.add_argument(
+        "--policy", type=Path, required=True, metavar="RUN_DIR", help="a run folder of her_ddpg.py"
+    )
+    rec.add_argument(
+        "--dataset", required=True, help="id of the new dataset, e.g. goalenvs/fetchreach/ddpg-mixed-v0"
+    )
+    rec.add_argument("--expert-episodes", type=int, default=200, help="greedy episodes (default 200)")
+    rec.add_argument("--noisy-episodes", type=int, default=200, help="noisy episodes (default 200)")
+    rec.add_argument("--noise-eps", type=float, help="Gaussian action noise (default: the run's noise_eps)")
+    rec.add_argument(
+        "--random-eps", type=float, help="share of random actions (default: the run's random_eps)"
+    )
+    rec.add_argument(
+        "--seed", type=int, default=0, help=f"episode i is seeded seed x {RECORD_SEED} + i (default 0)"
+    )
+    rec.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    tr = commands.add_parser("train", help="train TD3+BC on a goal-conditioned Minari dataset, relabelled")
+    tr.add_argument("--output", type=Path, required=True, help="the run folder to write")
+    tr.add_argument("--force", action="store_true", help="replace the run in a non-empty --output")
+    for f in fields(Settings):
+        flag = "--" + f.name.replace("_", "-")
+        if f.name == "dataset":
+            tr.add_argument(flag, required=True, help="a local Minari dataset id")
+        elif isinstance(f.default, bool):
+            tr.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
+                            help="keep the step infos for compute_reward (default: keep)")  # fmt: skip
+        else:
+            tr.add_argument(flag, type=type(f.default), default=f.default, help=f"default {f.default}")
+    return parser
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
+    if args.command == "record":
+        for name in ("expert_episodes", "noisy_episodes", "threads"):
+            low = 1 if name == "threads" else 0
+            if getattr(args, name) < low:
+                raise RunError(
+                    f"--{name.replace('_', '-')}: {getattr(args, name)} is not accepted; accepted: an integer >= {low}"
+                )
+        if args.expert_episodes + args.noisy_episodes == 0:
+            raise RunError("--expert-episodes, --noisy-episodes: no episodes to record; accepted: a sum >= 1")
+        if not 0 <= args.seed < 4000:
+            raise RunError(f"--seed: {args.seed} is not accepted; accepted: an integer in [0, 4000)")
+        for name in ("noise_eps", "random_eps"):
+            value = getattr(args, name)
+            if value is not None and not (0.0 <= value <= (1.0 if name == "random_eps" else np.inf)):
+                accepted = "a number in [0, 1]" if name == "random_eps" else "a number >= 0"
+                raise RunError(f"--{name.replace('_', '-')}: {value} is not accepted; accepted: {accepted}")
+    if args.datasets_path is not None:
+        if args.datasets_path.exists() and not args.datasets_path.is_dir():
+            raise RunError(f"--datasets-path: {args.datasets_path} is a file; accepted: a folder")
+        os.environ["MINARI_DATASETS_PATH"] = str(args.datasets_path.resolve())
+    return args
+
+
+def main(argv: list[str] | None = None) -> float:
+    """Run one command; returns the final success rate of ``train`` (NaN for ``record``)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+
+    def body() -> float:
+        args = parse_args(argv)
+        if args.command == "record":
+            record(args)
+            return float("nan")
+        return train(args, argv)
+
+    return run_main(
+        SCRIPT, body, lambda: "(nothing to resume: run the command again, with --force for train)"
+    )
+
+
+if __name__ == "__main__":
+    main()
