@@ -93,9 +93,11 @@ def test_blocks_that_train_pin_torch_and_have_a_quick_mode(block: Block) -> None
     )
 
 
-def _env() -> dict[str, str]:
+def _env(folder: Path) -> dict[str, str]:
     env = dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
     env[QUICK] = "1"
+    # What a block writes stays in its folder: Minari datasets too (else ~/.minari/datasets).
+    env["MINARI_DATASETS_PATH"] = str(folder / "minari")
     # This checkout first, whatever else is installed (an editable install of another clone).
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
@@ -125,7 +127,7 @@ def test_the_block_runs_on_its_own(block: Block, tmp_path: Path) -> None:
         result = subprocess.run(
             [sys.executable, str(script)],
             cwd=tmp_path,
-            env=_env(),
+            env=_env(tmp_path),
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
