@@ -400,31 +400,17 @@ def _flag_check(ctx: Context, fn_name: str, flag: Literal["terminated", "truncat
     return "pass", f"{fn_name} agrees with step's {flag} at every step and is vectorized ({verdict[1]})"
 
 
-def _at_goal(ctx: Context, tr: Transition) -> bool:
-    """Whether a transition reached its goal: ``info["is_success"]``, or else the reward of
-    ``compute_reward`` with the achieved goal as the goal (where the env defines one)."""
-    if isinstance(tr.info, Mapping) and "is_success" in tr.info:
-        return bool(np.asarray(tr.info["is_success"]).any())
-    found = ctx.find("compute_reward")
-    if found is None:
-        return False
-    try:
-        return rewards_close(call(found[0], tr.ag, tr.ag, tr.info), tr.reward)
-    except Exception:  # a raising compute_reward is reported by its own checks
-        return False
-
-
 def _terminated_undefined(ctx: Context) -> Verdict:
     """No compute_terminated: fine unless step ends episodes on reaching the goal (SB3 issue 627)."""
     ended = [tr for tr in ctx.transitions if tr.terminated]
-    at_goal = [tr for tr in ended if _at_goal(ctx, tr)]
+    at_goal = [tr for tr in ended if ctx.reached(tr.ag, tr.dg, tr.info, tr.reward)]
     if not at_goal:
         seen = (
             f"none of the {len(ended)} terminations in the rollout came with the goal reached"
             if ended
             else "no step of the rollout terminated"
         )
-        if not any(_at_goal(ctx, tr) for tr in ctx.transitions):
+        if not any(ctx.reached(tr.ag, tr.dg, tr.info, tr.reward) for tr in ctx.transitions):
             seen += (
                 ", but no step reached its goal either, so whether reaching it ends the episode is not "
                 "verified (raise n_steps, or check an env that starts near its goal)"

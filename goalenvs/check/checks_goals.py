@@ -9,15 +9,13 @@ not carry the desired goal (a relabelled observation would still point at the ol
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from goalenvs.check.context import Context
-from goalenvs.check.contract import call, rewards_close
 from goalenvs.check.report import Skip, Verdict
-from goalenvs.check.values import QuietGoalFunctions, fmt
+from goalenvs.check.values import fmt
 
 __all__ = ["check_episode_ends", "check_goal_not_in_observation", "check_reset_goals"]
 
@@ -35,24 +33,8 @@ def _lengths(ctx: Context) -> tuple[list[int], list[bool], list[bool], list[bool
             lengths.append(tr.t)
             terminated.append(tr.terminated)
             truncated.append(tr.truncated)
-            success.append(_reached(ctx, tr.ag, tr.dg, tr.info, tr.reward))
+            success.append(ctx.reached(tr.ag, tr.dg, tr.info, tr.reward))
     return lengths, terminated, truncated, success
-
-
-def _reached(ctx: Context, ag: Any, dg: Any, info: Any, reward: Any = None) -> bool:
-    """Whether ``ag`` reaches ``dg``: ``info["is_success"]`` where there is one, else ``compute_reward``
-    gives the reward it gives the achieved goal itself (the at-goal reward)."""
-    if reward is not None and isinstance(info, Mapping) and "is_success" in info:
-        return bool(np.asarray(info["is_success"]).any())
-    found = ctx.find("compute_reward")
-    if found is None:
-        return False
-    try:
-        with QuietGoalFunctions():
-            value = call(found[0], ag, dg, info) if reward is None else np.asarray(reward)
-            return rewards_close(value, call(found[0], ag, ag, info))
-    except Exception:  # a raising compute_reward is reported by its own checks
-        return False
 
 
 def check_episode_ends(ctx: Context) -> Verdict:
@@ -108,7 +90,7 @@ def check_reset_goals(ctx: Context) -> Verdict:
             "should vary, the goal generator is re-seeded at every reset or cached (draw goals from "
             "self.np_random, seeded only by reset(seed=...))."
         )
-    at_goal = [obs for obs in starts if _reached(ctx, obs["achieved_goal"], obs["desired_goal"], {})]
+    at_goal = [obs for obs in starts if ctx.reached(obs["achieved_goal"], obs["desired_goal"], {})]
     if len(at_goal) > AT_GOAL_SHARE * n:
         return "warn", (
             f"{len(at_goal)} of {n} resets start with the desired goal already reached (compute_reward gives "

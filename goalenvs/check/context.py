@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from goalenvs._util import time_limit, wrapper_layers
+from goalenvs.check.contract import call, rewards_close
 from goalenvs.check.report import Skip
 from goalenvs.check.rollout import Event, Rollout, Transition, slice_obs
 from goalenvs.check.values import QuietGoalFunctions, copy_obs
@@ -140,6 +141,22 @@ class Context:
             valid = ev.valid if ev.valid is not None else np.ones(len(subs), dtype=bool)
             found += [o for o, ok in zip(subs, valid, strict=True) if ok]
         return found
+
+    def reached(self, ag: Any, dg: Any, info: Any, reward: Any = None) -> bool:
+        """Whether ``ag`` reaches ``dg``: a step's ``info["is_success"]`` where there is one, else
+        ``compute_reward`` gives (``reward``, the step's, or its own for ``ag`` and ``dg``) the reward it
+        gives the achieved goal itself. False where there is no ``compute_reward`` or it raises."""
+        if reward is not None and isinstance(info, Mapping) and "is_success" in info:
+            return bool(np.asarray(info["is_success"]).any())
+        found = self.find("compute_reward")
+        if found is None:
+            return False
+        try:
+            with QuietGoalFunctions():
+                value = call(found[0], ag, dg, info) if reward is None else np.asarray(reward)
+                return rewards_close(value, call(found[0], ag, ag, info))
+        except Exception:  # a raising compute_reward is reported by its own checks
+            return False
 
     def record(self) -> None:
         """Record the rollout every later check reads."""
