@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 try:
     import fcntl
@@ -289,15 +289,35 @@ def run_main(
         print(f"{script}: error: {exc}", file=sys.stderr)
         raise SystemExit(getattr(exc, "exit_code", 2)) from None
     except KeyboardInterrupt:
-        if not quiet_interrupt:
-            print(f"{script}: interrupted {where()}", file=sys.stderr)
-        raise SystemExit(130) from None
-    except OSError as exc:
-        if exc.errno is None:
+        _interrupted(script, where, quiet_interrupt)
+    except Exception as exc:
+        # Ctrl-C inside a library's write can surface as the library's own clean-up error (torch.save
+        # raises "RuntimeError: ... unexpected pos" from its zip writer): still an interrupt.
+        if _raised_while_interrupted(exc):
+            _interrupted(script, where, quiet_interrupt)
+        if not isinstance(exc, OSError) or exc.errno is None:
             raise
         file = f" ({exc.filename})" if exc.filename else ""
         print(f"{script}: error: {exc.strerror}{file}; stopped {where()}", file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def _raised_while_interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while handling a KeyboardInterrupt (anywhere down its chain)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _interrupted(script: str, where: Callable[[], str], quiet: bool) -> NoReturn:
+    if not quiet:
+        print(f"{script}: interrupted {where()}", file=sys.stderr)
+    raise SystemExit(130) from None
 
 
 # ---------------------------------------------------------------------------------------- the folder

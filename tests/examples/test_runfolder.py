@@ -272,3 +272,43 @@ def test_a_reader_whose_checkpoint_is_replaced_meanwhile_reads_the_newer_one(
             str(exc.value)
             == f"checkpoint {first.path} was replaced by a newer one while being read; run the command again"
         )
+
+
+class _InterruptedFile:
+    """A file whose second write is hit by Ctrl-C, as a signal landing inside a library's writer."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+
+    def write(self, data: bytes) -> int:
+        self.writes += 1
+        if self.writes == 2:
+            raise KeyboardInterrupt
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_ctrl_c_inside_torch_save_still_ends_the_run_as_an_interrupt(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # torch.save turns the KeyboardInterrupt into "RuntimeError: ... unexpected pos" from its zip writer's
+    # clean-up; the run must still end with the one interrupt line and status 130, not a traceback.
+    torch = pytest.importorskip("torch")
+
+    def body() -> None:
+        torch.save({"w": torch.zeros(3)}, _InterruptedFile())
+
+    with pytest.raises(SystemExit) as stop:
+        runfolder.run_main("train.py", body, lambda: "at step 7; resume with --resume")
+    assert stop.value.code == 130
+    assert capsys.readouterr().err == "train.py: interrupted at step 7; resume with --resume\n"
+
+
+def test_a_real_error_is_not_taken_for_an_interrupt() -> None:
+    def body() -> None:
+        raise RuntimeError("a bug")
+
+    with pytest.raises(RuntimeError, match="a bug"):
+        runfolder.run_main("train.py", body, lambda: "")
