@@ -12,8 +12,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Paths of the machine the project was first written on, and its side virtual environment.
-MACHINE_PATH = re.compile(r"/work/|/root/|venv-mj")
+
+def _machine_paths() -> re.Pattern[str]:
+    """The paths of whichever machine runs this: the folder holding the checkout, the home folder and
+    the Python environment's prefix (each as a folder, so "/" alone never counts)."""
+    folders = {str(ROOT.parent), str(Path.home()), sys.prefix, sys.base_prefix}
+    names = sorted(re.escape(f.rstrip("/") + "/") for f in folders if f.rstrip("/"))
+    return re.compile("|".join(names))
+
+
+MACHINE_PATH = _machine_paths()
 # Also no mention of a folder beside the repository (the design notes once lived there).
 OUTSIDE_REFERENCE = re.compile(r"shared folder|\.\./shared")
 
