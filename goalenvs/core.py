@@ -162,7 +162,14 @@ class GoalEnv(gym.Env[ObsT, ActT], Generic[ObsT, ActT]):
     Subclasses set a ``Dict`` observation space (checked by :func:`check_goal_space` at every
     ``reset``) and implement the three pure, vectorized functions below. ``step`` must compute its
     reward, terminated and truncated flags by calling them, so they cannot drift apart.
+
+    Attributes:
+        reward_info_keys: the info keys ``compute_reward`` reads (Parking: ``("crashed",)``); HER
+            buffers store those entries beside the goals and pass them back when relabelling, so the
+            terms they carry are kept. ``goalenvs check`` verifies the declaration.
     """
+
+    reward_info_keys: tuple[str, ...] = ()
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

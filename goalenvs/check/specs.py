@@ -14,6 +14,7 @@ from typing import Literal
 from goalenvs.check import checks_env as env
 from goalenvs.check import checks_functions as fns
 from goalenvs.check import checks_goals as goals
+from goalenvs.check import checks_infos as infos
 from goalenvs.check.context import EXTRA_RESETS, Context
 from goalenvs.check.report import Verdict
 
@@ -177,6 +178,13 @@ CHECKS: tuple[Check, ...] = (
         "`compute_reward` / `compute_terminated` / `compute_truncated` accept a list of empty dicts "
         "(what stable-baselines3's `HerReplayBuffer` passes by default; names the info keys they need), "
         "`info=None` and one dict of arrays, with the same values",
+        after=_REWARD,
+    ),
+    Check(
+        "reward_info_keys", infos.check_reward_info_keys, "fail",
+        "`compute_reward` reads no info key beyond the env's `reward_info_keys` (what buffers store beside "
+        "the goals to keep info terms in relabelling; found by changing each info entry); an undeclared "
+        "read is a warning",
         after=_REWARD,
     ),
     Check(

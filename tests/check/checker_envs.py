@@ -180,7 +180,9 @@ class InfoNotBatchedEnv(ReachEnv):
 
 
 class BatchedInfoEnv(InfoNotBatchedEnv):
-    """The fixed version: reads the info batch with goalenvs.info_values (a correct env)."""
+    """The fixed version: reads the info batch with goalenvs.info_values, and declares the key (a correct env)."""
+
+    reward_info_keys = ("scale",)
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
         batch_shape = np.shape(achieved_goal)[:-1]
@@ -655,6 +657,25 @@ class InfoKeyRequiredEnv(ReachEnv):
     def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
         crashed = info_values(info, "crashed", np.shape(achieved_goal)[:-1]).astype(bool)
         return super().compute_terminated(achieved_goal, desired_goal, info) | crashed
+
+
+class InfoKeyDeclaredEnv(InfoKeyRequiredEnv):
+    """InfoKeyRequiredEnv that declares the info key its compute_reward reads: correct."""
+
+    reward_info_keys = ("crashed",)
+
+
+class InfoKeyUnderdeclaredEnv(InfoKeyRequiredEnv):
+    """Declares an info key, but not the one compute_reward reads: a buffer that stores only the
+    declared keys relabels without the crash penalty."""
+
+    reward_info_keys = ("is_success",)
+
+
+class InfoKeyNotInInfoEnv(ReachEnv):
+    """Declares an info key that no step's info carries."""
+
+    reward_info_keys = ("crashed",)
 
 
 class NoComputeRewardEnv(gym.Env):

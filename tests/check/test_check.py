@@ -92,6 +92,19 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
         "HerReplayBuffer passes unless copy_info_dict=True: compute_reward raised KeyError: \"an info in "
         "the batch has no 'crashed' entry\". They need the info key(s) ['crashed']. So training with that "
         "buffer stops at its first sample",
+        {"reward_info_keys": "warn"},
+    ),
+    (
+        "declared info keys miss one it reads", reach(ce.InfoKeyUnderdeclaredEnv), "reward_info_keys", "fail",
+        "InfoKeyUnderdeclaredEnv.reward_info_keys declares ['is_success'], but compute_reward also reads "
+        "['crashed']. A buffer that stores only the declared keys (her.HerReplayBuffer, her.HerStorage) "
+        "relabels with those terms lost. Fix: declare every info key compute_reward reads: "
+        "reward_info_keys = ('crashed', 'is_success')",
+        {"empty_infos": "warn"},
+    ),
+    (
+        "declared info key in no info", reach(ce.InfoKeyNotInInfoEnv), "reward_info_keys", "fail",
+        "InfoKeyNotInInfoEnv.reward_info_keys declares ['crashed'], but no info of the rollout's steps has it",
         {},
     ),
     (
@@ -288,6 +301,17 @@ def test_broken_env_is_caught_by_its_check(
     assert all(RANK[r.status] <= RANK[SEVERITY[r.name]] for r in report.results)
 
 
+def test_an_env_that_declares_the_info_keys_its_reward_reads_passes_reward_info_keys() -> None:
+    report = check_goal_env(ce.make_reach(ce.InfoKeyDeclaredEnv))
+    result = report.result("reward_info_keys")
+    assert result.status == "pass", result.message
+    assert (
+        result.message
+        == "compute_reward reads no info key beyond InfoKeyDeclaredEnv.reward_info_keys ['crashed']."
+    )
+    assert not_pass(report) == {"empty_infos": "warn"}
+
+
 def test_empty_infos_check_names_the_fix_and_keeps_goalenvs_warnings_for_training(monkeypatch) -> None:
     message = check_goal_env(ce.make_reach(ce.InfoKeyRequiredEnv)).result("empty_infos").message
     assert "Fix: read each info key with a default" in message and "copy_info_dict=True" in message
@@ -341,7 +365,7 @@ def test_report_api() -> None:
         report.raise_if_failed()
     with pytest.raises(KeyError, match="no result named 'nope'"):
         report.result("nope")
-    assert report.summary().startswith("ActionPenaltyEnv: 23 passed, 0 warning(s), 1 failed")
+    assert report.summary().startswith("ActionPenaltyEnv: 24 passed, 0 warning(s), 1 failed")
 
 
 def test_env_is_left_usable_and_seeded() -> None:

@@ -1,0 +1,131 @@
+"""The check of which info keys ``compute_reward`` reads, against what the env declares.
+
+A reward that reads an info entry (Parking's crash penalty reads ``info["crashed"]``) keeps that term
+in relabelling only if the replay buffer stores the entry beside the goals. An env says which entries
+its ``compute_reward`` reads in ``reward_info_keys`` (a tuple of str on the env, ``()`` by default);
+buffers that honour it (``her.HerReplayBuffer``, ``her.HerStorage``) store those entries as columns and
+pass them back, without copying whole info dicts. The check finds the keys ``compute_reward`` really
+reads by changing one entry at a time in the rollout's infos, and compares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from goalenvs._util import wrapper_layers
+from goalenvs.check.context import Context
+from goalenvs.check.contract import call, rewards_close
+from goalenvs.check.report import Skip, Verdict
+from goalenvs.check.values import QuietGoalFunctions
+
+__all__ = ["ATTRIBUTE", "check_reward_info_keys"]
+
+#: The env attribute that declares the info keys ``compute_reward`` reads.
+ATTRIBUTE = "reward_info_keys"
+
+
+def _declared(ctx: Context) -> tuple[Any, str] | None:
+    """``(value, provider name)`` of the first layer (outermost first, then a vector env's sub-env 0)
+    that has :data:`ATTRIBUTE`, or None."""
+    layers = list(ctx.layers)
+    sub_envs = ctx.sub_envs()
+    if ctx.vector and sub_envs:
+        layers += wrapper_layers(sub_envs[0])
+    for layer in layers:
+        if hasattr(layer, ATTRIBUTE):
+            return getattr(layer, ATTRIBUTE), type(layer).__name__
+    return None
+
+
+def _changed(value: Any) -> Any:
+    """A value of the same type and shape that differs from ``value`` everywhere, or None if there is
+    no obvious one (strings, objects)."""
+    if isinstance(value, (bool, np.bool_)):
+        return not value
+    if isinstance(value, (int, float, np.number)):
+        return value + 1
+    if isinstance(value, np.ndarray) and value.dtype == bool:
+        return ~value
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.number):
+        return value + 1
+    return None
+
+
+def _keys_read(
+    fn: Any, ag: np.ndarray, dg: np.ndarray, infos: list[Mapping[str, Any]], want: Any
+) -> list[str]:
+    """The info keys whose change (in every info of the batch at once) changes ``fn``'s values."""
+    keys = sorted({key for info in infos for key in info if isinstance(key, str)})
+    read = []
+    for key in keys:
+        changed = [dict(info) for info in infos]
+        for info in changed:
+            if key in info and (new := _changed(info[key])) is not None:
+                info[key] = new
+        try:
+            got = call(fn, ag, dg, changed)
+        except Exception:  # a value it cannot take: it reads the key
+            read.append(key)
+            continue
+        if not rewards_close(got, want):
+            read.append(key)
+    return read
+
+
+def check_reward_info_keys(ctx: Context) -> Verdict:
+    """``compute_reward`` reads no info key beyond the env's ``reward_info_keys``."""
+    fn = ctx.fn("compute_reward")
+    probe = ctx.probe()
+    ag, dg, infos = probe["ag"], probe["mixed"], probe["infos"]
+    if not infos or not all(isinstance(info, Mapping) for info in infos):
+        raise Skip("the step infos are not dicts")
+    found = _declared(ctx)
+    declared: Any = found[0] if found else ()
+    where = f"{found[1]}.{ATTRIBUTE}" if found else ATTRIBUTE
+    if isinstance(declared, str) or not all(isinstance(k, str) for k in np.atleast_1d(declared).tolist()):
+        return "fail", f'{where} is {declared!r}; it must be a tuple of info keys (str), e.g. ("crashed",).'
+    declared = tuple(declared)
+    with QuietGoalFunctions():
+        try:
+            want = call(fn, ag, dg, list(infos))
+        except Exception as err:
+            raise Skip(f"compute_reward raised on the step infos ({type(err).__name__})") from None
+        if not rewards_close(call(fn, ag, dg, list(infos)), want):
+            raise Skip("compute_reward gives other rewards on a second call (compute_reward_pure says why)")
+        read = _keys_read(fn, ag, dg, list(infos), want)
+        kept = [{k: info[k] for k in declared if k in info} for info in infos]
+        try:
+            same_on_declared = rewards_close(call(fn, ag, dg, kept), want)
+        except Exception:
+            same_on_declared = False
+    missing = [k for k in declared if not any(k in info for info in infos)]
+    if missing:
+        return "fail", (
+            f"{where} declares {missing}, but no info of the rollout's steps has {'it' if len(missing) == 1 else 'them'}: "
+            "a buffer that stores the declared keys finds nothing to store. Fix: put the key in every "
+            f"step's info, or take it out of {ATTRIBUTE}."
+        )
+    undeclared = [k for k in read if k not in declared]
+    if declared and (undeclared or not same_on_declared):
+        what = f"also reads {undeclared}" if undeclared else "gives other rewards on infos holding only them"
+        return "fail", (
+            f"{where} declares {list(declared)}, but compute_reward {what}. A buffer that stores only the "
+            f"declared keys (her.HerReplayBuffer, her.HerStorage) relabels with those terms lost. Fix: "
+            f"declare every info key compute_reward reads: {ATTRIBUTE} = {tuple(sorted({*declared, *undeclared}))!r}."
+        )
+    if undeclared:
+        return "warn", (
+            f"compute_reward reads the info key(s) {undeclared} (changing them changes the rewards), and the "
+            f"env declares no {ATTRIBUTE}: buffers that keep no infos (stable-baselines3's by default) "
+            f"relabel with those terms lost. Fix: declare {ATTRIBUTE} = {tuple(undeclared)!r} on the env; "
+            "her.HerReplayBuffer and her.HerStorage then store those entries and pass them back."
+        )
+    if declared:
+        return "pass", f"compute_reward reads no info key beyond {where} {list(declared)}."
+    return (
+        "pass",
+        "compute_reward reads no info key (changing any entry of the step infos leaves its rewards).",
+    )
