@@ -1,14 +1,19 @@
 """Record golden Fetch trajectories from Gymnasium-Robotics' v4 envs, for tests/envs/test_fetch.py.
 
-Gymnasium-Robotics 1.4.2 runs only on MuJoCo <= 3.11 (on 3.12+ its ``set_joint_qpos`` asserts), so
-run this in a separate virtual environment, from the repository root (``MJ311`` names any folder
-outside the clone, e.g. ``~/venvs/mujoco-3.11``)::
+Run it from the repository root with the MuJoCo the goldens are for; on MuJoCo >= 3.12, where
+Gymnasium-Robotics 1.4.2 cannot build Fetch by itself, it goes through the test-only shim in
+``gr_mujoco_shim.py`` (plain-int joint enums; the physics are MuJoCo's own)::
+
+    python tests/data/record_fetch_golden.py
+
+The 3.11 goldens came from a separate virtual environment (``MJ311`` names any folder outside the
+clone, e.g. ``~/venvs/mujoco-3.11``)::
 
     python -m venv "$MJ311"
     "$MJ311"/bin/pip install mujoco==3.11.0 gymnasium-robotics==1.4.2 gymnasium==1.4.0 numpy
     "$MJ311"/bin/python tests/data/record_fetch_golden.py
 
-It writes ``tests/data/fetch_golden.npz`` (about 200 KB), with, for each task:
+It writes ``tests/data/fetch_golden_mujoco-<version>.npz`` (about 200 KB), with, for each task:
 
 * ``{task}/reset_seeds``, ``{task}/reset_obs``, ``{task}/reset_desired``: ``reset(seed=s)`` for 20
   seeds (the observation and the desired goal after a seeded reset);
@@ -50,7 +55,6 @@ EPISODE_SEEDS = [100, 101, 102, 103]
 STEPS = 50
 STATE_EPISODES = [0, 3]  # episodes whose pre-step MuJoCo state is stored too
 STATE_KEYS = ("time", "qpos", "qvel", "qacc_warmstart", "gripper_xpos", "gripper_xquat")
-OUT = Path(__file__).with_name("fetch_golden.npz")
 
 
 def episode_actions(task_index: int, episode: int) -> np.ndarray:
@@ -130,16 +134,21 @@ def record(task_index: int, task: str, env_id: str) -> dict[str, np.ndarray]:
 
 def main() -> int:
     import gymnasium_robotics
+    import mujoco
+    from gr_mujoco_shim import int_enum_mujoco
+    from gymnasium_robotics.utils import mujoco_utils
 
+    mujoco_utils.mujoco = int_enum_mujoco()  # a no-op on MuJoCo <= 3.11, needed on >= 3.12
     gym.register_envs(gymnasium_robotics)
+    out = Path(__file__).with_name(f"fetch_golden_mujoco-{mujoco.__version__}.npz")
     data: dict[str, np.ndarray] = {}
     for i, (task, env_id) in enumerate(TASKS.items()):
         data.update(record(i, task, env_id))
         print(f"recorded {env_id}", file=sys.stderr)
     versions = {p: version(p) for p in ("mujoco", "gymnasium-robotics", "gymnasium", "numpy")}
     data["meta/versions"] = np.array([f"{k}=={v}" for k, v in versions.items()])
-    np.savez_compressed(OUT, **data)
-    print(f"wrote {OUT} ({OUT.stat().st_size / 1024:.0f} KB) with {versions}", file=sys.stderr)
+    np.savez_compressed(out, **data)
+    print(f"wrote {out} ({out.stat().st_size / 1024:.0f} KB) with {versions}", file=sys.stderr)
     return 0
 
 
