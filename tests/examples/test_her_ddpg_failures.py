@@ -236,11 +236,18 @@ def test_a_failed_write_is_one_line_and_keeps_the_last_checkpoint(tmp_path, caps
 
 
 # ------------------------------------------------------------------------------ other processes, signals
+def _ctrl_c_as_in_a_terminal() -> None:
+    """In the child: SIGINT raises KeyboardInterrupt, as in a terminal. A shell starts background jobs
+    with SIGINT ignored, and Python then keeps it ignored: the Ctrl-C tests would wait for nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(argv: list[str]) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.Popen(
         [sys.executable, str(EXAMPLES / "her_ddpg.py"), *argv],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )  # fmt: skip
 
 

@@ -347,11 +347,18 @@ def test_a_damaged_or_edited_run_json_is_one_line(finished_run, tmp_path, capsys
 
 
 # ------------------------------------------------------------------------------ other processes, signals
+def _ctrl_c_as_in_a_terminal() -> None:
+    """In the child: SIGINT raises KeyboardInterrupt, as in a terminal. A shell starts background jobs
+    with SIGINT ignored, and Python then keeps it ignored: the Ctrl-C tests would wait for nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(argv: list[str], cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(EXAMPLES.parent)}
     return subprocess.Popen(
         [sys.executable, str(EXAMPLES / "train.py"), *argv],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+        preexec_fn=_ctrl_c_as_in_a_terminal,
     )  # fmt: skip
 
 
