@@ -14,21 +14,11 @@ from pathlib import Path
 
 import gymnasium as gym
 import torch
+from runfolder import at_least  # examples/runfolder.py
 from stable_baselines3 import DQN
 
 import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
 from her import HerReplayBuffer  # our drop-in for stable_baselines3.HerReplayBuffer
-
-
-def at_least(minimum: int):
-    """An argparse type: an integer >= ``minimum``; the error says what is accepted."""
-
-    def parse(text: str) -> int:
-        if text.lstrip("-").isdigit() and int(text) >= minimum:
-            return int(text)
-        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
-
-    return parse
 
 
 def evaluate(model: DQN, n_bits: int, n_episodes: int, seed: int) -> float:

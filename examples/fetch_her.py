@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import torch
+from runfolder import at_least  # examples/runfolder.py
 from sb3_contrib import TQC
 from stable_baselines3 import SAC
 from stable_baselines3.common.env_util import make_vec_env
@@ -25,15 +26,6 @@ from her import HerReplayBuffer
 
 SMALL = {"batch_size": 256, "learning_starts": 1000, "policy_kwargs": {"net_arch": [64, 64]}}  # Reach
 LARGE = {"batch_size": 2048, "tau": 0.05, "policy_kwargs": {"net_arch": [512, 512, 512]}}  # objects
-
-
-def at_least(minimum: int):  # an argparse type: an integer >= minimum; its error says what is accepted
-    def parse(text: str) -> int:
-        if text.lstrip("-").isdigit() and int(text) >= minimum:
-            return int(text)
-        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
-
-    return parse
 
 
 def main() -> None:

@@ -15,21 +15,13 @@ from pathlib import Path
 
 import gymnasium as gym
 import torch
+from runfolder import at_least  # examples/runfolder.py
 from sb3_contrib import TQC
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
 import goalenvs  # noqa: F401  (registers goalenvs/Parking-v0)
 from her import HerReplayBuffer
-
-
-def at_least(minimum: int):  # an argparse type: an integer >= minimum; its error says what is accepted
-    def parse(text: str) -> int:
-        if text.lstrip("-").isdigit() and int(text) >= minimum:
-            return int(text)
-        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
-
-    return parse
 
 
 def success_rate(model: TQC, n_episodes: int, seed: int) -> float:

@@ -54,6 +54,7 @@ __all__ = [
     "Range",
     "RunError",
     "RunFolder",
+    "at_least",
     "check_capacity",
     "check_new_folder",
     "check_settings",
@@ -189,6 +190,17 @@ def folder_path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected a folder's path")
     return Path(text)
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``minimum``; the error says what is accepted."""
+
+    def parse(text: str) -> int:
+        if text.lstrip("-").isdigit() and int(text) >= minimum:
+            return int(text)
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
+
+    return parse
 
 
 def make_numbered_folder(parent: Path, name: str) -> Path:
