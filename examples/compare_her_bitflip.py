@@ -13,22 +13,20 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import gymnasium as gym
 import yaml
+from train import ArgumentParser, integer  # examples/train.py: one-line errors that name what is accepted
+from zoo_conf import evaluate_entry  # examples/zoo_conf.py
 
 HERE = Path(__file__).resolve().parent
 
 
 def hyperparams() -> dict:
     """The main job's entry of ``examples/hyperparams/dqn.yml``, as keyword arguments of DQN."""
-    sys.path.insert(0, str(HERE))  # train.py, a sibling script
-    from zoo_conf import evaluate_entry
-
     params = evaluate_entry(
         yaml.safe_load((HERE / "hyperparams" / "dqn.yml").read_text())["goalenvs/BitFlip-v0"]
     )
@@ -92,9 +90,6 @@ def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    sys.path.insert(0, str(HERE))
-    from train import ArgumentParser, integer  # one-line errors that name what is accepted
-
     parser = ArgumentParser(
         prog="compare_her_bitflip.py",
         description=__doc__,
