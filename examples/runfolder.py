@@ -50,6 +50,7 @@ except ImportError:  # Windows: no flock; the folder is then not locked (said in
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "ArgumentParser",
     "Checkpoint",
     "Range",
     "RunError",
@@ -190,6 +191,15 @@ def folder_path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected a folder's path")
     return Path(text)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (what was wrong, what is accepted), exit status 2,
+    without argparse's usage block; they name the script (a subcommand's parser too), as RunError's do."""
+
+    def error(self, message: str) -> NoReturn:
+        script = self.prog.split()[0]  # a subcommand's prog is "<script> <command>"
+        self.exit(2, f"{script}: error: {' '.join(str(message).split())}\n")
 
 
 def at_least(minimum: int) -> Callable[[str], int]:
