@@ -16,10 +16,12 @@ import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import yaml
-from train import ArgumentParser, integer  # examples/train.py: one-line errors that name what is accepted
+from runfolder import ArgumentParser  # examples/runfolder.py: one-line errors that name what is accepted
+from train import integer  # examples/train.py
 from zoo_conf import evaluate_entry  # examples/zoo_conf.py
 
 HERE = Path(__file__).resolve().parent
@@ -41,7 +43,8 @@ def evaluate(model, n_bits: int, n_episodes: int, seed: int) -> float:
     successes = 0
     for episode in range(n_episodes):
         obs, _ = env.reset(seed=seed + episode)
-        done, info = False, {}
+        done = False
+        info: dict[str, Any] = {}
         while not done:
             action, _ = model.predict(obs, deterministic=True)
             obs, _, terminated, truncated, info = env.step(int(action))
@@ -59,10 +62,11 @@ def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
     import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
 
     torch.set_num_threads(threads)
-    if buffer_name == "ours":
-        from her import HerReplayBuffer
-    else:
-        from stable_baselines3 import HerReplayBuffer
+    from stable_baselines3 import HerReplayBuffer as Sb3HerReplayBuffer
+
+    from her import HerReplayBuffer
+
+    buffer_class: type = HerReplayBuffer if buffer_name == "ours" else Sb3HerReplayBuffer
 
     curve: list[tuple[int, float]] = []
 
@@ -76,7 +80,7 @@ def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
     model = DQN(
         "MultiInputPolicy",
         env,
-        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_class=buffer_class,
         seed=seed,
         device="cpu",
         **params,

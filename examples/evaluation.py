@@ -28,9 +28,8 @@ __all__ = ["EvalSuccess", "act", "dump_alone", "evaluate", "make_eval_envs", "pl
 def act(model: BaseAlgorithm, obs: dict[str, np.ndarray]) -> np.ndarray:
     """Deterministic actions for raw observations (one or a batch), normalised first if the model trains on a VecNormalize."""
     normalizer = model.get_vec_normalize_env()
-    if normalizer is not None:
-        obs = normalizer.normalize_obs(obs)
-    return model.predict(obs, deterministic=True)[0]
+    inputs = obs if normalizer is None else normalizer.normalize_obs(obs)
+    return model.predict(inputs, deterministic=True)[0]
 
 
 def make_eval_envs(env_id: str, n_episodes: int, env_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
@@ -143,15 +142,14 @@ def dump_alone(logger: Logger, values: dict[str, float], step: int) -> None:
     algorithm has recorded since its last dump (``train/...``) stays pending for its own next dump, so
     its series get no second point at one step (as they would from a plain ``dump`` here, which
     stable-baselines3's ``EvalCallback`` does)."""
-    pending = [dict(d) for d in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)]
-    for d in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
+    tables: tuple[dict[str, Any], ...] = (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)
+    pending = [dict(d) for d in tables]
+    for d in tables:
         d.clear()
     for key, value in values.items():
         logger.record(key, value)
     logger.dump(step)
-    for d, held in zip(
-        (logger.name_to_value, logger.name_to_count, logger.name_to_excluded), pending, strict=True
-    ):
+    for d, held in zip(tables, pending, strict=True):
         d.update(held)
 
 

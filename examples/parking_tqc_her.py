@@ -15,7 +15,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import torch
-from runfolder import at_least  # examples/runfolder.py
+from runfolder import ArgumentParser, at_least  # examples/runfolder.py
 from sb3_contrib import TQC
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
@@ -39,8 +39,7 @@ def success_rate(model: TQC, n_episodes: int, seed: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     for name, default, minimum in (("timesteps", 100_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1)):
         parser.add_argument(f"--{name}", type=at_least(minimum), default=default, help=f"default {default}")
     parser.add_argument("--threads", type=at_least(1), default=1, help="torch threads (default 1: fastest for small networks)")  # fmt: skip

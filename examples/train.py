@@ -77,6 +77,7 @@ from evaluation import EvalSuccess, plot_curve  # examples/evaluation.py
 from gymnasium import spaces
 from native_vec_env import make_training_envs  # examples/native_vec_env.py
 from runfolder import (
+    ArgumentParser,
     Range,
     RunError,
     RunFolder,
@@ -153,13 +154,6 @@ def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
 
 
 # ---------------------------------------------------------------------------------------- the command line
-class ArgumentParser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line (no usage block): what was wrong, what is accepted."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n")
-
-
 def integer(minimum: int, maximum: int | None = None) -> Any:
     """An argparse type: an integer in ``[minimum, maximum]`` (``1e4`` style accepted when it is whole)."""
     spec = Range(int, minimum, maximum)
@@ -517,7 +511,7 @@ def build_model(run: dict[str, Any], device: str, tensorboard_log: Path | None =
             env = VecNormalize(env, **{"gamma": params.get("gamma", 0.99), **norm_kwargs})
         noise_std = params.pop("noise_std", None)
         if noise_std is not None:  # TD3/DDPG exploration, as the RL Zoo's noise_type: normal
-            n = env.action_space.shape[0]
+            n = spaces.flatdim(env.action_space)  # a Box of n actions (TD3, DDPG)
             params["action_noise"] = NormalActionNoise(np.zeros(n), noise_std * np.ones(n))
             params.pop("noise_type", None)
         policy = params.pop("policy", "MultiInputPolicy")

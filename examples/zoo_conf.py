@@ -84,9 +84,10 @@ def _parse_node(node: ast.expr) -> Any:
         isinstance(node, ast.UnaryOp)
         and isinstance(node.op, ast.USub)
         and isinstance(node.operand, ast.Constant)
-        and type(node.operand.value) in (int, float)
     ):
-        return -node.operand.value
+        number = node.operand.value
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            return -number
     if isinstance(node, (ast.List, ast.Tuple)):
         items = [_parse_node(item) for item in node.elts]
         return items if isinstance(node, ast.List) else tuple(items)
@@ -215,7 +216,7 @@ def check_hyperparams(entry: Mapping[str, Any], algo: str, algo_class: type, whe
     ``where`` names the source and ends in ``", key"``: ``"argument --conf-file: dqn.yml, entry
     'goalenvs/BitFlip-v0', key"``. Returns it with whole floats of integer keys as ints (YAML's ``n_timesteps: !!float 1e4``).
     """
-    accepted = set(inspect.signature(algo_class.__init__).parameters) - {"self", *SET_HERE}
+    accepted = set(inspect.signature(algo_class).parameters) - {"self", *SET_HERE}
     accepted |= set(OWN_KEYS)
     unknown = sorted(set(entry) - accepted)
     if unknown:
@@ -241,10 +242,10 @@ def check_hyperparams(entry: Mapping[str, Any], algo: str, algo_class: type, whe
             try:
                 value = parse_value(params[key])
             except (SyntaxError, ValueError) as exc:
-                accepted = f"{PYTHON_FORMS} ({describe_error(exc)})"
+                forms = f"{PYTHON_FORMS} ({describe_error(exc)})"
                 if key == "replay_buffer_class":
-                    accepted = HER_BUFFER_ACCEPTED
-                raise not_accepted(where, key, params[key], accepted) from None
+                    forms = HER_BUFFER_ACCEPTED
+                raise not_accepted(where, key, params[key], forms) from None
         else:
             value = params[key]
         if key in ("policy_kwargs", "replay_buffer_kwargs") and not isinstance(value, (dict, type(None))):
