@@ -10,7 +10,6 @@ A module of ``examples/train.py``, not a script: it sets no torch threads, ``tra
 
 from __future__ import annotations
 
-import csv
 import io
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from runfolder import csv_text  # examples/runfolder.py
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
@@ -106,11 +106,7 @@ class EvalSuccess(BaseCallback):
     def write_csv(self) -> None:
         if not self.rows:
             return
-        text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=list(self.rows[0]))
-        writer.writeheader()
-        writer.writerows(self.rows)
-        self.write("eval.csv", text.getvalue())
+        self.write("eval.csv", csv_text(self.rows))
 
     def evaluate(self) -> None:
         success, returns = evaluate(self.model, self.envs, self.n_episodes, self.seed)

@@ -49,10 +49,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
-from ddpg_run import csv_text  # examples/ddpg_run.py
 from gymnasium import spaces
 from her_ddpg import MLP, Agent, Config, Normalizer  # examples/her_ddpg.py
-from runfolder import ArgumentParser, Range, RunError, RunFolder, check_settings, run_main
+from runfolder import ArgumentParser, Range, RunError, RunFolder, check_settings, csv_text, run_main
 from torch import nn
 
 import goalenvs  # registers the goalenvs/ ids
@@ -126,10 +125,10 @@ def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -
 
 def load_ddpg_policy(run_dir: Path) -> tuple[Agent, str]:
     """The agent of the latest checkpoint of a ``her_ddpg.py`` run, and its env id (one-line errors)."""
-    import ddpg_run
+    import ddpg_options
 
     checkpoint = RunFolder.read_only(
-        run_dir, ddpg_run.SCRIPT, ddpg_run.OUTPUTS, option="--policy"
+        run_dir, ddpg_options.SCRIPT, ddpg_options.OUTPUTS, option="--policy"
     ).latest_checkpoint()
     if checkpoint is None:
         raise RunError(

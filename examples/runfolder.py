@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import errno
 import hashlib
+import io
 import json
 import math
 import os
@@ -59,6 +61,7 @@ __all__ = [
     "check_capacity",
     "check_new_folder",
     "check_settings",
+    "csv_text",
     "folder_path",
     "fsync_dir",
     "make_numbered_folder",
@@ -211,6 +214,16 @@ def at_least(minimum: int) -> Callable[[str], int]:
         raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
 
     return parse
+
+
+def csv_text(rows: list[dict[str, Any]]) -> str:
+    """A curve's rows (one dict each) as the text of a CSV file: a column for every key of any row, in
+    the order they first appear (a run resumed by a newer version may add columns: her_ddpg's t_sync)."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()
 
 
 def make_numbered_folder(parent: Path, name: str) -> Path:

@@ -113,31 +113,12 @@ DEFAULT_ALGO = {"goalenvs/BitFlip-v0": "dqn"}
 # What a run writes at the top of its folder (besides checkpoints/): --force removes these, if a run wrote them.
 OUTPUTS = ("run.json", "model.zip", "vecnormalize.pkl", "eval.csv", "success.png", "policy.gif")
 # Options that define a run: --resume takes them from run.json and refuses them on the command line.
-RUN_OPTIONS = (
-    "env",
-    "algo",
-    "seed",
-    "n_envs",
-    "strategy",
-    "n_sampled_goal",
-    "env_kwargs",
-    "output",
-    "eval_freq",
-    "eval_episodes",
-    "conf_file",
-    "force",
+RUN_OPTIONS = tuple(
+    "env algo seed n_envs strategy n_sampled_goal env_kwargs output eval_freq eval_episodes conf_file force".split()
 )
 # The settings a checkpoint keeps in its manifest: run.json must agree with them to resume.
-RUN_SETTINGS = (
-    "env",
-    "algo",
-    "env_kwargs",
-    "seed",
-    "n_envs",
-    "eval_freq",
-    "eval_episodes",
-    "hyperparams",
-    "her_overrides",
+RUN_SETTINGS = tuple(
+    "env algo env_kwargs seed n_envs eval_freq eval_episodes hyperparams her_overrides".split()
 )
 SEED = Range(int, 0, 2**32 - 1)  # NumPy's seeds
 
