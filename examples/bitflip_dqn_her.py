@@ -11,24 +11,15 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import torch
+from runfolder import ArgumentParser, at_least  # examples/runfolder.py
 from stable_baselines3 import DQN
 
 import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
 from her import HerReplayBuffer  # our drop-in for stable_baselines3.HerReplayBuffer
-
-
-def at_least(minimum: int):
-    """An argparse type: an integer >= ``minimum``; the error says what is accepted."""
-
-    def parse(text: str) -> int:
-        if text.lstrip("-").isdigit() and int(text) >= minimum:
-            return int(text)
-        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
-
-    return parse
 
 
 def evaluate(model: DQN, n_bits: int, n_episodes: int, seed: int) -> float:
@@ -36,7 +27,8 @@ def evaluate(model: DQN, n_bits: int, n_episodes: int, seed: int) -> float:
     env, successes = gym.make("goalenvs/BitFlip-v0", n_bits=n_bits), 0
     obs, _ = env.reset(seed=seed)
     for _ in range(n_episodes):
-        done, info = False, {}
+        done = False
+        info: dict[str, Any] = {}
         while not done:
             obs, _, terminated, truncated, info = env.step(model.predict(obs, deterministic=True)[0])
             done = terminated or truncated
@@ -46,8 +38,7 @@ def evaluate(model: DQN, n_bits: int, n_episodes: int, seed: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     for name, default, minimum in (("n-bits", 15, 1), ("timesteps", 10_000, 1), ("seed", 0, 0),
                                    ("eval-episodes", 200, 1)):  # fmt: skip
         parser.add_argument(f"--{name}", type=at_least(minimum), default=default, help=f"default {default}")

@@ -13,22 +13,22 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import yaml
+from runfolder import ArgumentParser  # examples/runfolder.py: one-line errors that name what is accepted
+from train import integer  # examples/train.py
+from zoo_conf import evaluate_entry  # examples/zoo_conf.py
 
 HERE = Path(__file__).resolve().parent
 
 
 def hyperparams() -> dict:
     """The main job's entry of ``examples/hyperparams/dqn.yml``, as keyword arguments of DQN."""
-    sys.path.insert(0, str(HERE))  # train.py, a sibling script
-    from zoo_conf import evaluate_entry
-
     params = evaluate_entry(
         yaml.safe_load((HERE / "hyperparams" / "dqn.yml").read_text())["goalenvs/BitFlip-v0"]
     )
@@ -43,7 +43,8 @@ def evaluate(model, n_bits: int, n_episodes: int, seed: int) -> float:
     successes = 0
     for episode in range(n_episodes):
         obs, _ = env.reset(seed=seed + episode)
-        done, info = False, {}
+        done = False
+        info: dict[str, Any] = {}
         while not done:
             action, _ = model.predict(obs, deterministic=True)
             obs, _, terminated, truncated, info = env.step(int(action))
@@ -61,10 +62,11 @@ def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
     import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
 
     torch.set_num_threads(threads)
-    if buffer_name == "ours":
-        from her import HerReplayBuffer
-    else:
-        from stable_baselines3 import HerReplayBuffer
+    from stable_baselines3 import HerReplayBuffer as Sb3HerReplayBuffer
+
+    from her import HerReplayBuffer
+
+    buffer_class: type = HerReplayBuffer if buffer_name == "ours" else Sb3HerReplayBuffer
 
     curve: list[tuple[int, float]] = []
 
@@ -78,7 +80,7 @@ def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
     model = DQN(
         "MultiInputPolicy",
         env,
-        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_class=buffer_class,
         seed=seed,
         device="cpu",
         **params,
@@ -92,9 +94,6 @@ def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    sys.path.insert(0, str(HERE))
-    from train import ArgumentParser, integer  # one-line errors that name what is accepted
-
     parser = ArgumentParser(
         prog="compare_her_bitflip.py",
         description=__doc__,

@@ -83,7 +83,8 @@ def record(
     obs, _ = env.reset(seed=seed)
     for _ in range(n_episodes):
         frames.append(env.render())
-        done, info = False, {}
+        done = False
+        info: dict[str, Any] = {}
         while not done:
             obs, _, terminated, truncated, info = env.step(act(model, obs))
             frames.append(env.render())
@@ -108,7 +109,8 @@ def main(argv: list[str] | None = None) -> float:
 
 
 def _enjoy(argv: list[str] | None) -> float:
-    from train import ArgumentParser, integer
+    from runfolder import ArgumentParser
+    from train import integer
 
     parser = ArgumentParser(
         prog="enjoy.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

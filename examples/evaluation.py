@@ -10,7 +10,6 @@ A module of ``examples/train.py``, not a script: it sets no torch threads, ``tra
 
 from __future__ import annotations
 
-import csv
 import io
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from runfolder import csv_text  # examples/runfolder.py
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
@@ -28,9 +28,8 @@ __all__ = ["EvalSuccess", "act", "dump_alone", "evaluate", "make_eval_envs", "pl
 def act(model: BaseAlgorithm, obs: dict[str, np.ndarray]) -> np.ndarray:
     """Deterministic actions for raw observations (one or a batch), normalised first if the model trains on a VecNormalize."""
     normalizer = model.get_vec_normalize_env()
-    if normalizer is not None:
-        obs = normalizer.normalize_obs(obs)
-    return model.predict(obs, deterministic=True)[0]
+    inputs = obs if normalizer is None else normalizer.normalize_obs(obs)
+    return model.predict(inputs, deterministic=True)[0]
 
 
 def make_eval_envs(env_id: str, n_episodes: int, env_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
@@ -107,11 +106,7 @@ class EvalSuccess(BaseCallback):
     def write_csv(self) -> None:
         if not self.rows:
             return
-        text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=list(self.rows[0]))
-        writer.writeheader()
-        writer.writerows(self.rows)
-        self.write("eval.csv", text.getvalue())
+        self.write("eval.csv", csv_text(self.rows))
 
     def evaluate(self) -> None:
         success, returns = evaluate(self.model, self.envs, self.n_episodes, self.seed)
@@ -143,15 +138,14 @@ def dump_alone(logger: Logger, values: dict[str, float], step: int) -> None:
     algorithm has recorded since its last dump (``train/...``) stays pending for its own next dump, so
     its series get no second point at one step (as they would from a plain ``dump`` here, which
     stable-baselines3's ``EvalCallback`` does)."""
-    pending = [dict(d) for d in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)]
-    for d in (logger.name_to_value, logger.name_to_count, logger.name_to_excluded):
+    tables: tuple[dict[str, Any], ...] = (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)
+    pending = [dict(d) for d in tables]
+    for d in tables:
         d.clear()
     for key, value in values.items():
         logger.record(key, value)
     logger.dump(step)
-    for d, held in zip(
-        (logger.name_to_value, logger.name_to_count, logger.name_to_excluded), pending, strict=True
-    ):
+    for d, held in zip(tables, pending, strict=True):
         d.update(held)
 
 

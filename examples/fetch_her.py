@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
+from runfolder import ArgumentParser, at_least  # examples/runfolder.py
 from sb3_contrib import TQC
 from stable_baselines3 import SAC
 from stable_baselines3.common.env_util import make_vec_env
@@ -27,18 +29,8 @@ SMALL = {"batch_size": 256, "learning_starts": 1000, "policy_kwargs": {"net_arch
 LARGE = {"batch_size": 2048, "tau": 0.05, "policy_kwargs": {"net_arch": [512, 512, 512]}}  # objects
 
 
-def at_least(minimum: int):  # an argparse type: an integer >= minimum; its error says what is accepted
-    def parse(text: str) -> int:
-        if text.lstrip("-").isdigit() and int(text) >= minimum:
-            return int(text)
-        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
-
-    return parse
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--task", choices=["Reach", "Push", "Slide", "PickAndPlace"], default="Reach")
     parser.add_argument("--algo", choices=["sac", "tqc"], default="sac")
     for name, default, minimum in (("timesteps", 10_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1)):
@@ -49,9 +41,10 @@ def main() -> None:
 
     env_id, reach = f"goalenvs/Fetch{args.task}-v0", args.task == "Reach"
     env = make_vec_env(env_id, seed=args.seed)
+    normalizer = None
     if reach:  # the RL Zoo normalises Reach's observations (running mean and std of each entry)
-        env = VecNormalize(env, gamma=0.95)
-    params = dict(SMALL if reach else LARGE)
+        env = normalizer = VecNormalize(env, gamma=0.95)
+    params: dict[str, Any] = dict(SMALL if reach else LARGE)
     if args.algo == "tqc":
         params["policy_kwargs"] = {**params["policy_kwargs"], "n_critics": 1 if reach else 2}
     model = (TQC if args.algo == "tqc" else SAC)(
@@ -65,12 +58,16 @@ def main() -> None:
     model.save(path := Path("runs") / f"fetch{args.task.lower()}_{args.algo}_her_s{args.seed}.zip")
 
     eval_env = make_vec_env(env_id, seed=args.seed + 10_000)  # wrapped in a Monitor, as evaluate_policy wants
-    if reach:  # the same, frozen statistics
-        eval_env = VecNormalize(eval_env, training=False, norm_reward=False)
-        eval_env.obs_rms = env.obs_rms
+    if normalizer is not None:  # the same, frozen statistics
+        frozen = VecNormalize(eval_env, training=False, norm_reward=False)
+        frozen.obs_rms = normalizer.obs_rms
+        eval_env = frozen
     successes: list[bool] = []  # Fetch never terminates: success is info["is_success"] at the 50th step
-    evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True,
-                    callback=lambda loc, _: loc["done"] and successes.append(bool(loc["info"]["is_success"])))  # fmt: skip
+
+    def record(local: dict[str, Any], _: dict[str, Any]) -> None:  # evaluate_policy's callback, every step
+        successes.extend([bool(local["info"]["is_success"])] if local["done"] else [])
+
+    evaluate_policy(model, eval_env, n_eval_episodes=args.eval_episodes, deterministic=True, callback=record)
     print(f"{env_id} {args.algo.upper()}+HER, {args.timesteps} steps, seed {args.seed}: success rate "
           f"{sum(successes) / len(successes):.1%} over {len(successes)} episodes ({minutes:.1f} min of training); model in {path}")  # fmt: skip
 

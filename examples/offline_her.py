@@ -50,8 +50,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
-from her_ddpg import MLP, Agent, Config, Normalizer, csv_text  # examples/ is on sys.path
-from runfolder import Range, RunError, RunFolder, check_settings, run_main
+from her_ddpg import MLP, Agent, Config, Normalizer  # examples/her_ddpg.py
+from runfolder import ArgumentParser, Range, RunError, RunFolder, check_settings, csv_text, run_main
 from torch import nn
 
 import goalenvs  # registers the goalenvs/ ids
@@ -125,10 +125,10 @@ def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -
 
 def load_ddpg_policy(run_dir: Path) -> tuple[Agent, str]:
     """The agent of the latest checkpoint of a ``her_ddpg.py`` run, and its env id (one-line errors)."""
-    import her_ddpg
+    import ddpg_options
 
     checkpoint = RunFolder.read_only(
-        run_dir, her_ddpg.SCRIPT, her_ddpg.OUTPUTS, option="--policy"
+        run_dir, ddpg_options.SCRIPT, ddpg_options.OUTPUTS, option="--policy"
     ).latest_checkpoint()
     if checkpoint is None:
         raise RunError(
@@ -521,13 +521,6 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
 
 
 # ---------------------------------------------------------------------------------------- command line
-class ArgumentParser(argparse.ArgumentParser):
-    """Errors are one line (what was wrong, what is accepted), exit status 2, without argparse's usage block."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{SCRIPT}: error: {' '.join(str(message).split())}\n")
-
-
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
     parser.add_argument(

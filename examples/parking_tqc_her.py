@@ -15,21 +15,13 @@ from pathlib import Path
 
 import gymnasium as gym
 import torch
+from runfolder import ArgumentParser, at_least  # examples/runfolder.py
 from sb3_contrib import TQC
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.monitor import Monitor
 
 import goalenvs  # noqa: F401  (registers goalenvs/Parking-v0)
 from her import HerReplayBuffer
-
-
-def at_least(minimum: int):  # an argparse type: an integer >= minimum; its error says what is accepted
-    def parse(text: str) -> int:
-        if text.lstrip("-").isdigit() and int(text) >= minimum:
-            return int(text)
-        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
-
-    return parse
 
 
 def success_rate(model: TQC, n_episodes: int, seed: int) -> float:
@@ -47,8 +39,7 @@ def success_rate(model: TQC, n_episodes: int, seed: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.error = lambda message: parser.exit(2, f"{parser.prog}: error: {message}\n")  # one line, no usage
+    parser = ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     for name, default, minimum in (("timesteps", 100_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1)):
         parser.add_argument(f"--{name}", type=at_least(minimum), default=default, help=f"default {default}")
     parser.add_argument("--threads", type=at_least(1), default=1, help="torch threads (default 1: fastest for small networks)")  # fmt: skip

@@ -99,7 +99,7 @@ class TorchGoalVectorEnv:
         self.action_space = env.single_action_space
         self.compute_reward = resolve_env_function(env, "compute_reward")
         self.parts = [
-            (key, tuple(space.shape), int(np.prod(space.shape, dtype=np.int64)))
+            (key, tuple(space.shape or ()), int(np.prod(space.shape or (), dtype=np.int64)))
             for key, space in self.observation_space.spaces.items()
         ]
 
@@ -153,7 +153,7 @@ def make_agent(env: TorchGoalVectorEnv, args: argparse.Namespace) -> Any:
 
     with _dict_modules():
         agent = DDPG(
-            env=env,  # type: ignore[arg-type]
+            env=env,
             tag=f"ddpg-her-seed{args.seed}-pid{os.getpid()}",
             seed=args.seed,
             device="cpu",

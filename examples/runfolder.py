@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import errno
 import hashlib
+import io
 import json
 import math
 import os
@@ -50,13 +52,16 @@ except ImportError:  # Windows: no flock; the folder is then not locked (said in
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "ArgumentParser",
     "Checkpoint",
     "Range",
     "RunError",
     "RunFolder",
+    "at_least",
     "check_capacity",
     "check_new_folder",
     "check_settings",
+    "csv_text",
     "folder_path",
     "fsync_dir",
     "make_numbered_folder",
@@ -189,6 +194,36 @@ def folder_path(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected a folder's path")
     return Path(text)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (what was wrong, what is accepted), exit status 2,
+    without argparse's usage block; they name the script (a subcommand's parser too), as RunError's do."""
+
+    def error(self, message: str) -> NoReturn:
+        script = self.prog.split()[0]  # a subcommand's prog is "<script> <command>"
+        self.exit(2, f"{script}: error: {' '.join(str(message).split())}\n")
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``minimum``; the error says what is accepted."""
+
+    def parse(text: str) -> int:
+        if text.lstrip("-").isdigit() and int(text) >= minimum:
+            return int(text)
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
+
+    return parse
+
+
+def csv_text(rows: list[dict[str, Any]]) -> str:
+    """A curve's rows (one dict each) as the text of a CSV file: a column for every key of any row, in
+    the order they first appear (a run resumed by a newer version may add columns: her_ddpg's t_sync)."""
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
+    writer.writeheader()
+    writer.writerows(rows)
+    return text.getvalue()
 
 
 def make_numbered_folder(parent: Path, name: str) -> Path:

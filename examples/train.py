@@ -77,6 +77,7 @@ from evaluation import EvalSuccess, plot_curve  # examples/evaluation.py
 from gymnasium import spaces
 from native_vec_env import make_training_envs  # examples/native_vec_env.py
 from runfolder import (
+    ArgumentParser,
     Range,
     RunError,
     RunFolder,
@@ -112,11 +113,13 @@ DEFAULT_ALGO = {"goalenvs/BitFlip-v0": "dqn"}
 # What a run writes at the top of its folder (besides checkpoints/): --force removes these, if a run wrote them.
 OUTPUTS = ("run.json", "model.zip", "vecnormalize.pkl", "eval.csv", "success.png", "policy.gif")
 # Options that define a run: --resume takes them from run.json and refuses them on the command line.
-RUN_OPTIONS = ("env", "algo", "seed", "n_envs", "strategy", "n_sampled_goal", "env_kwargs", "output",
-               "eval_freq", "eval_episodes", "conf_file", "force")  # fmt: skip
+RUN_OPTIONS = tuple(
+    "env algo seed n_envs strategy n_sampled_goal env_kwargs output eval_freq eval_episodes conf_file force".split()
+)
 # The settings a checkpoint keeps in its manifest: run.json must agree with them to resume.
-RUN_SETTINGS = ("env", "algo", "env_kwargs", "seed", "n_envs", "eval_freq", "eval_episodes", "hyperparams",
-                "her_overrides")  # fmt: skip
+RUN_SETTINGS = tuple(
+    "env algo env_kwargs seed n_envs eval_freq eval_episodes hyperparams her_overrides".split()
+)
 SEED = Range(int, 0, 2**32 - 1)  # NumPy's seeds
 
 
@@ -132,13 +135,6 @@ def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
 
 
 # ---------------------------------------------------------------------------------------- the command line
-class ArgumentParser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line (no usage block): what was wrong, what is accepted."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {' '.join(str(message).split())}\n")
-
-
 def integer(minimum: int, maximum: int | None = None) -> Any:
     """An argparse type: an integer in ``[minimum, maximum]`` (``1e4`` style accepted when it is whole)."""
     spec = Range(int, minimum, maximum)
@@ -240,7 +236,7 @@ def build_parser() -> ArgumentParser:
         help="TensorBoard events (stable-baselines3's, and the evaluations') in "
         "DIR/<run name>_<N>: tensorboard --logdir DIR",
     )
-    return parser  # fmt: skip
+    return parser
 
 
 # ---------------------------------------------------------------------------------------- validation
@@ -248,9 +244,9 @@ def _accepted_kwargs(env_id: str, message: str) -> list[str] | None:
     """The keyword arguments the env's constructor takes (the class named in ``message`` if it forwards **kwargs)."""
     from gymnasium.envs.registration import load_env_creator
 
-    from goalenvs.registration import _BY_ID
-
-    entry_point = _BY_ID[env_id].entry_point if env_id in _BY_ID else gym.spec(env_id).entry_point
+    # A goalenvs id's registered entry point is a make_* function taking **kwargs: look at its env class.
+    ours = [entry.entry_point for entry in goalenvs.ENVS if entry.id == env_id]
+    entry_point = ours[0] if ours else gym.spec(env_id).entry_point
     if not isinstance(entry_point, str):
         return None
     creator = load_env_creator(entry_point)
@@ -308,7 +304,9 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
         )
     algo = args.algo or DEFAULT_ALGO.get(env_id, "tqc")
     if algo not in algorithms():
-        raise RunError(f"argument --algo: {algo!r} is not available here (choices {sorted(algorithms())}; tqc needs sb3-contrib)")  # fmt: skip
+        raise RunError(
+            f"argument --algo: {algo!r} is not available here (choices {sorted(algorithms())}; tqc needs sb3-contrib)"
+        )
     conf_file = args.conf_file or HERE / "hyperparams" / f"{algo}.yml"
     try:
         conf_name = str(conf_file.resolve().relative_to(Path.cwd()))
@@ -317,7 +315,9 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
     entries = load_conf(conf_file)
     entry = entries.get(env_id)
     if entry is not None and not isinstance(entry, dict):
-        raise RunError(f"argument --conf-file: {conf_name}, entry {env_id!r}: {entry!r} is not a mapping of hyperparameters")  # fmt: skip
+        raise RunError(
+            f"argument --conf-file: {conf_name}, entry {env_id!r}: {entry!r} is not a mapping of hyperparameters"
+        )
     where = f"argument --conf-file: {conf_name}, entry {env_id!r}, key"
     file_kwargs = (entry or {}).get("env_kwargs") or {}
     if not isinstance(file_kwargs, dict):
@@ -325,14 +325,18 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
     env_kwargs = {**file_kwargs, **(args.env_kwargs or {})}
     check_goal_env(env_id, env_kwargs).close()
     if entry is None:
-        raise RunError(f"argument --algo: {conf_name} has no entry for {env_id!r} (entries: {sorted(entries)}); "
-                       "pass another --algo or --conf-file")  # fmt: skip
+        raise RunError(
+            f"argument --algo: {conf_name} has no entry for {env_id!r} (entries: {sorted(entries)}); "
+            "pass another --algo or --conf-file"
+        )
     entry = check_hyperparams(entry, algo, algorithms()[algo], where)
     if args.timesteps is None and "n_timesteps" not in entry:
         raise RunError(f"argument --timesteps: required, as {conf_name} gives no n_timesteps for {env_id}")
     timesteps = args.timesteps or entry["n_timesteps"]
     if args.stop_at is not None and args.stop_at >= timesteps:
-        raise RunError(f"argument --stop-at: {args.stop_at} is not below the run's {timesteps} steps; accepted: 1 to {timesteps - 1}")  # fmt: skip
+        raise RunError(
+            f"argument --stop-at: {args.stop_at} is not below the run's {timesteps} steps; accepted: 1 to {timesteps - 1}"
+        )
     seed = args.seed if args.seed is not None else 0
     out = args.output or default_output(env_id, algo, seed)
     RunFolder.check_free(out)  # a folder in use is refused before the model is built
@@ -371,13 +375,24 @@ def check_tensorboard_installed() -> None:
 
 # What run.json must hold to be resumed, with the type of each value (checked before the folder is locked).
 RUN_KEYS: dict[str, tuple[type, ...]] = {
-    "env": (str,), "algo": (str,), "env_kwargs": (dict,), "seed": (int,), "total_timesteps": (int,),
-    "n_envs": (int,), "eval_freq": (int,), "eval_episodes": (int,), "save_freq": (int, type(None)),
-    "hyperparams": (dict,), "her_overrides": (dict,), "commands": (list,),
-}  # fmt: skip
+    "env": (str,),
+    "algo": (str,),
+    "env_kwargs": (dict,),
+    "seed": (int,),
+    "total_timesteps": (int,),
+    "n_envs": (int,),
+    "eval_freq": (int,),
+    "eval_episodes": (int,),
+    "save_freq": (int, type(None)),
+    "hyperparams": (dict,),
+    "her_overrides": (dict,),
+    "commands": (list,),
+}
 _JSON_TYPES = {str: "a string", int: "an integer", dict: "an object", list: "a list", type(None): "null"}
-RUN_RANGES = {"seed": SEED, **{k: Range(int, 1) for k in ("total_timesteps", "n_envs", "eval_freq",
-                                                            "eval_episodes", "save_freq")}}  # fmt: skip
+RUN_RANGES = {
+    "seed": SEED,
+    **{k: Range(int, 1) for k in ("total_timesteps", "n_envs", "eval_freq", "eval_episodes", "save_freq")},
+}
 
 
 def read_run(run_dir: Path, option: str) -> dict[str, Any]:
@@ -430,8 +445,13 @@ def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
             "--save-freq, --device, --threads, --no-progress, --no-gif, --tensorboard"
         )
     run = read_run(args.resume, "argument --resume")
-    recorded = resumed_folder(run.get("tensorboard"), args.tensorboard, "argument --tensorboard",
-                              "argument --resume", args.resume / "run.json")  # fmt: skip
+    recorded = resumed_folder(
+        run.get("tensorboard"),
+        args.tensorboard,
+        "argument --tensorboard",
+        "argument --resume",
+        args.resume / "run.json",
+    )
     run["tensorboard"] = None if recorded is None else str(recorded)
     if run["tensorboard"] is not None or args.tensorboard is not None:
         check_tensorboard_installed()
@@ -472,7 +492,7 @@ def build_model(run: dict[str, Any], device: str, tensorboard_log: Path | None =
             env = VecNormalize(env, **{"gamma": params.get("gamma", 0.99), **norm_kwargs})
         noise_std = params.pop("noise_std", None)
         if noise_std is not None:  # TD3/DDPG exploration, as the RL Zoo's noise_type: normal
-            n = env.action_space.shape[0]
+            n = spaces.flatdim(env.action_space)  # a Box of n actions (TD3, DDPG)
             params["action_noise"] = NormalActionNoise(np.zeros(n), noise_std * np.ones(n))
             params.pop("noise_type", None)
         policy = params.pop("policy", "MultiInputPolicy")
@@ -512,8 +532,10 @@ def create(
         try:
             cloudpickle.dumps(model.get_env())
         except Exception as exc:  # whatever pickling raises
-            raise RunError(f"argument --save-freq: checkpoints pickle the training envs, and {run['env']} "
-                           f"does not pickle ({describe_error(exc)}); train without checkpoints") from None  # fmt: skip
+            raise RunError(
+                f"argument --save-freq: checkpoints pickle the training envs, and {run['env']} "
+                f"does not pickle ({describe_error(exc)}); train without checkpoints"
+            ) from None
     folder = RunFolder.create(Path(run["output"]), force=args.force, outputs=OUTPUTS, script=SCRIPT)
     run["checkpoint"], run["checkpoint_timesteps"] = None, 0
     return folder, model
@@ -528,26 +550,37 @@ def open_resumed(
     try:
         checkpoint = folder.latest_checkpoint()
         if checkpoint is None:
-            raise RunError(f"argument --resume: {out} has no checkpoint (checkpoints are written with --save-freq N "
-                           f"or --stop-at N); start it again with --output {out} --force")  # fmt: skip
+            raise RunError(
+                f"argument --resume: {out} has no checkpoint (checkpoints are written with --save-freq N "
+                f"or --stop-at N); start it again with --output {out} --force"
+            )
         saved = checkpoint.meta.get("settings")
         mine = settings(run)
         changed = sorted(k for k in RUN_SETTINGS if not isinstance(saved, dict) or saved.get(k) != mine[k])
         if changed:
-            raise RunError(f"argument --resume: {out / 'run.json'} differs from its checkpoint's settings in "
-                           f"{changed}; restore run.json or start again with --force")  # fmt: skip
+            raise RunError(
+                f"argument --resume: {out / 'run.json'} differs from its checkpoint's settings in "
+                f"{changed}; restore run.json or start again with --force"
+            )
         done = checkpoint.tag
         total = args.timesteps or run["total_timesteps"]
         if total <= done:
             if args.timesteps is None:
-                raise RunError(f"argument --resume: {out} is complete ({done} of {total} steps); "
-                               f"pass --timesteps above {done} to train it further")  # fmt: skip
-            raise RunError(f"argument --timesteps: {total} is not above the {done} steps of the checkpoint; accepted: > {done}")  # fmt: skip
+                raise RunError(
+                    f"argument --resume: {out} is complete ({done} of {total} steps); "
+                    f"pass --timesteps above {done} to train it further"
+                )
+            raise RunError(
+                f"argument --timesteps: {total} is not above the {done} steps of the checkpoint; accepted: > {done}"
+            )
         if args.stop_at is not None and not done < args.stop_at < total:
-            raise RunError(f"argument --stop-at: {args.stop_at} is not between the checkpoint's {done} steps and "
-                           f"the run's {total}; accepted: {done + 1} to {total - 1}")  # fmt: skip
-        model, state = load_checkpoint(checkpoint, algorithms()[run["algo"]], device, run["env"],
-                                       run["env_kwargs"], run["n_envs"])  # fmt: skip
+            raise RunError(
+                f"argument --stop-at: {args.stop_at} is not between the checkpoint's {done} steps and "
+                f"the run's {total}; accepted: {done + 1} to {total - 1}"
+            )
+        model, state = load_checkpoint(
+            checkpoint, algorithms()[run["algo"]], device, run["env"], run["env_kwargs"], run["n_envs"]
+        )
     except BaseException:
         folder.close()
         raise
@@ -621,12 +654,20 @@ def tensorboard_logger(folder: Path, purge_step: int | None) -> Logger:
 
 
 def _learn(
-    folder: RunFolder, model: OffPolicyAlgorithm, run: dict[str, Any], state: dict[str, Any] | None,
-    args: argparse.Namespace, argv: list[str],
-) -> float:  # fmt: skip
+    folder: RunFolder,
+    model: OffPolicyAlgorithm,
+    run: dict[str, Any],
+    state: dict[str, Any] | None,
+    args: argparse.Namespace,
+    argv: list[str],
+) -> float:
     out = folder.path
-    run.update(device_arg=args.device or run.get("device_arg", "auto"), device=str(model.device),
-               threads=args.threads or 1, status="running")  # fmt: skip
+    run.update(
+        device_arg=args.device or run.get("device_arg", "auto"),
+        device=str(model.device),
+        threads=args.threads or 1,
+        status="running",
+    )
     run["commands"] = [*run.get("commands", []), command_line(argv)]
     eval_cb = EvalSuccess(run, folder.write)
     if state is not None:
@@ -648,8 +689,11 @@ def _learn(
         callbacks.append(ProgressBarCallback())
     title = f"{run['env']} {run['algo'].upper()}+HER (seed {run['seed']})"
     try:
-        model.learn(run["total_timesteps"] - model.num_timesteps, CallbackList(callbacks),
-                    reset_num_timesteps=not args.resume)  # fmt: skip
+        model.learn(
+            run["total_timesteps"] - model.num_timesteps,
+            CallbackList(callbacks),
+            reset_num_timesteps=not args.resume,
+        )
     except (ValueError, RuntimeError) as exc:
         # A diverged policy (its weights NaN) fails wherever its NaN lands first: torch's distributions,
         # or the env refusing the non-finite action. Whatever the error, non-finite weights say why.
@@ -672,8 +716,10 @@ def _learn(
         run.update(status="stopped", timesteps=model.num_timesteps)
         write_run(folder, run)
         folder.write("success.png", plot_curve(eval_cb.rows, title))
-        print(f"stopped at {model.num_timesteps} of {run['total_timesteps']} steps (checkpoint in "
-              f"{out / run['checkpoint']}); go on with: {command_line(['--resume', str(out)])}")  # fmt: skip
+        print(
+            f"stopped at {model.num_timesteps} of {run['total_timesteps']} steps (checkpoint in "
+            f"{out / run['checkpoint']}); go on with: {command_line(['--resume', str(out)])}"
+        )
         return float("nan")
     if not eval_cb.rows or eval_cb.rows[-1]["timesteps"] != model.num_timesteps:
         eval_cb.evaluate()  # the final point of the curve is the trained agent
@@ -684,8 +730,13 @@ def _learn(
     if run["save_freq"] or run["checkpoint"]:  # the end state (to train further with --resume --timesteps),
         save()  # never an older one that --resume would go on from again
     final = eval_cb.rows[-1]
-    run.update(status="finished", timesteps=model.num_timesteps, success_rate=final["success_rate"],
-               wall_time_s=round(eval_cb.wall(), 1), cpu_time_s=round(eval_cb.cpu(), 1))  # fmt: skip
+    run.update(
+        status="finished",
+        timesteps=model.num_timesteps,
+        success_rate=final["success_rate"],
+        wall_time_s=round(eval_cb.wall(), 1),
+        cpu_time_s=round(eval_cb.cpu(), 1),
+    )
     write_run(folder, run)
     folder.write("success.png", plot_curve(eval_cb.rows, title))
     renders = "rgb_array" in gym.make(run["env"], **run["env_kwargs"]).metadata.get("render_modes", [])
@@ -720,8 +771,10 @@ def _where(progress: dict[str, Any]) -> str:
     folder: RunFolder = progress["folder"]
     found = folder.checkpoints()
     if not found:
-        return (f"at {model.num_timesteps} steps; no checkpoint was written (--save-freq N writes them), "
-                f"so start again with --output {progress['out']} --force")  # fmt: skip
+        return (
+            f"at {model.num_timesteps} steps; no checkpoint was written (--save-freq N writes them), "
+            f"so start again with --output {progress['out']} --force"
+        )
     return f"at {model.num_timesteps} steps; go on from step {int(found[-1].name)} with --resume {progress['out']}"
 
 

@@ -102,7 +102,8 @@ class World:
                 peer = self.rank ^ step
                 sent = dist.isend(tensor, peer)
                 dist.recv(other, peer)
-                sent.wait()
+                if sent is not None:  # None only for a rank outside the group
+                    sent.wait()
                 tensor.add_(other)
                 step *= 2
         return tensor
@@ -165,6 +166,12 @@ class World:
                 f"({_first_line(exc)}); this worker stops too. Resume the run from its last checkpoint with the "
                 "same launch and --resume"
             ) from None
+
+
+def part(total: int, lo: int, hi: int, n: int) -> int:
+    """The part of ``total`` that goes with items ``[lo, hi)`` of ``n`` (the parts of a partition sum to
+    ``total``): a worker's share of a batch or of a buffer, following its share of the envs."""
+    return total * hi // n - total * lo // n
 
 
 def pin(cores_each: int) -> set[int] | None:

@@ -1,14 +1,15 @@
-"""The RL Zoo's hyperparameter files for ``examples/train.py``: read, checked key by key, evaluated.
+"""The RL Zoo's hyperparameter files for ``examples/train.py``: read, checked key by key, parsed.
 
 ``examples/hyperparams/<algo>.yml`` holds one entry per env id, in the RL Zoo's layout and with its
 keys, so the same files run under ``python -m rl_zoo3.train``. Every key is checked before a run
 writes anything: a number against its range (``HYPERPARAM_RANGES``), a word or list against what the
-algorithm takes, a Python-valued string by evaluating it; a mistake is one :class:`RunError` line
-naming the file, the entry and the key.
+algorithm takes, a Python-valued string by parsing it (no ``eval``: only the forms of
+:data:`PYTHON_FORMS`); a mistake is one :class:`RunError` line naming the file, the entry and the key.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 import yaml
 from runfolder import Range, RunError, check_settings  # examples/runfolder.py
 from stable_baselines3.common.utils import LinearSchedule
+from torch import nn
 
 from her import HerReplayBuffer
 
@@ -30,6 +32,7 @@ __all__ = [
     "evaluate_entry",
     "load_conf",
     "not_accepted",
+    "parse_value",
 ]
 
 STRATEGIES = ("future", "final", "episode")
@@ -51,17 +54,68 @@ def load_conf(conf_file: Path) -> dict[str, Any]:
     return entries
 
 
-# The names a hyperparameter file may use in its python-valued strings (the RL Zoo evals them too).
-_EVAL_NAMES = {"dict": dict, "HerReplayBuffer": HerReplayBuffer, "__builtins__": {"__import__": __import__}}
+# The keys whose value may be a Python-valued string. The RL Zoo ``eval``s them; here they are parsed
+# (:func:`parse_value`), which accepts only the forms its files use, listed in PYTHON_FORMS.
 _PYTHON_VALUED = ("policy_kwargs", "replay_buffer_kwargs", "replay_buffer_class", "normalize")
+PYTHON_FORMS = (
+    "a number, a string, True, False, None, a list, or dict(key=value, ...) of them, where a value may "
+    'also be nn.<torch.nn module>, e.g. "dict(net_arch=[64, 64], activation_fn=nn.ReLU)"'
+)
+HER_BUFFER_ACCEPTED = "her.HerReplayBuffer (this script always trains with it)"
+_HER_BUFFER_FORMS = ("HerReplayBuffer", "her.HerReplayBuffer", "__import__('her').HerReplayBuffer")
+
+
+def parse_value(text: str) -> Any:
+    """The value of a Python-valued string of a hyperparameter file, without ``eval``.
+
+    Accepts :data:`PYTHON_FORMS` and, for ``replay_buffer_class``, ``HerReplayBuffer`` written as
+    the RL Zoo's files do (``"__import__('her').HerReplayBuffer"``); raises ``ValueError`` naming
+    what is not accepted (a ``SyntaxError`` for text that is not an expression).
+    """
+    if " ".join(text.split()) in _HER_BUFFER_FORMS:
+        return HerReplayBuffer
+    return _parse_node(ast.parse(text.strip(), filename="<string>", mode="eval").body)
+
+
+def _parse_node(node: ast.expr) -> Any:
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool, type(None))):
+        return node.value
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+    ):
+        number = node.operand.value
+        if isinstance(number, (int, float)) and not isinstance(number, bool):
+            return -number
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [_parse_node(item) for item in node.elts]
+        return items if isinstance(node, ast.List) else tuple(items)
+    if isinstance(node, ast.Dict):
+        keys = [k for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+        if len(keys) == len(node.keys):
+            return {k.value: _parse_node(v) for k, v in zip(keys, node.values, strict=True)}
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "dict"
+        and not node.args
+        and all(k.arg is not None for k in node.keywords)
+    ):
+        return {k.arg: _parse_node(k.value) for k in node.keywords}
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "nn":
+        module = getattr(nn, node.attr, None)
+        if isinstance(module, type) and issubclass(module, nn.Module):
+            return module
+    raise ValueError(f"{ast.unparse(node)!r} is none of these forms")
 
 
 def evaluate_entry(entry: dict[str, Any]) -> dict[str, Any]:
-    """A hyperparameter entry with its python-valued strings evaluated (trusted, repo-local files)."""
+    """A hyperparameter entry with its Python-valued strings parsed (checked by :func:`check_hyperparams`)."""
     params = dict(entry)
     for key in _PYTHON_VALUED:
         if isinstance(params.get(key), str):
-            params[key] = eval(params[key], _EVAL_NAMES)  # as in the RL Zoo
+            params[key] = parse_value(params[key])
     for key in ("learning_rate",):  # the RL Zoo's "lin_<value>": from <value> down to 0 at the last step
         if isinstance(params.get(key), str) and params[key].startswith("lin_"):
             params[key] = LinearSchedule(float(params[key][4:]), 0.0, 1.0)
@@ -162,7 +216,7 @@ def check_hyperparams(entry: Mapping[str, Any], algo: str, algo_class: type, whe
     ``where`` names the source and ends in ``", key"``: ``"argument --conf-file: dqn.yml, entry
     'goalenvs/BitFlip-v0', key"``. Returns it with whole floats of integer keys as ints (YAML's ``n_timesteps: !!float 1e4``).
     """
-    accepted = set(inspect.signature(algo_class.__init__).parameters) - {"self", *SET_HERE}
+    accepted = set(inspect.signature(algo_class).parameters) - {"self", *SET_HERE}
     accepted |= set(OWN_KEYS)
     unknown = sorted(set(entry) - accepted)
     if unknown:
@@ -181,16 +235,17 @@ def check_hyperparams(entry: Mapping[str, Any], algo: str, algo_class: type, whe
          and not (k == "train_freq" and isinstance(v, (list, tuple)))},
         HYPERPARAM_RANGES, where,
     )  # fmt: skip
-    for key in _PYTHON_VALUED:  # evaluated now, so that a mistake in one is one line before any write
+    for key in _PYTHON_VALUED:  # parsed now, so that a mistake in one is one line before any write
         if key not in params:
             continue
         if isinstance(params[key], str):
             try:
-                value = eval(params[key], _EVAL_NAMES)
-            except Exception as exc:  # whatever the expression raises
-                raise not_accepted(
-                    where, key, params[key], f"a Python expression ({describe_error(exc)})"
-                ) from None
+                value = parse_value(params[key])
+            except (SyntaxError, ValueError) as exc:
+                forms = f"{PYTHON_FORMS} ({describe_error(exc)})"
+                if key == "replay_buffer_class":
+                    forms = HER_BUFFER_ACCEPTED
+                raise not_accepted(where, key, params[key], forms) from None
         else:
             value = params[key]
         if key in ("policy_kwargs", "replay_buffer_kwargs") and not isinstance(value, (dict, type(None))):
@@ -198,9 +253,7 @@ def check_hyperparams(entry: Mapping[str, Any], algo: str, algo_class: type, whe
         if key == "replay_buffer_kwargs" and value:
             check_her_settings(value, f"{where.removesuffix(', key')}, replay_buffer_kwargs key")
         if key == "replay_buffer_class" and value not in (None, HerReplayBuffer):
-            raise not_accepted(
-                where, key, params[key], "her.HerReplayBuffer (this script always trains with it)"
-            )
+            raise not_accepted(where, key, params[key], HER_BUFFER_ACCEPTED)
         if key == "normalize" and not isinstance(value, (bool, dict)):
             raise not_accepted(where, key, params[key], "true, false or the arguments of VecNormalize")  # fmt: skip
     return params

@@ -27,6 +27,7 @@ pytest.importorskip("matplotlib")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
+import ddpg_options  # noqa: E402
 import her_ddpg  # noqa: E402
 from runfolder import RunError  # noqa: E402
 from workers import World  # noqa: E402
@@ -156,13 +157,13 @@ def test_a_world_that_torchrun_did_not_describe_is_one_line(monkeypatch) -> None
 def test_more_workers_than_envs_is_refused_before_anything_is_written(tmp_path) -> None:
     out = tmp_path / "run"
     with pytest.raises(RunError) as exc:
-        her_ddpg.parse_args([*TINY, "--output", str(out)], World(0, 5))
+        ddpg_options.parse_args([*TINY, "--output", str(out)], World(0, 5), her_ddpg.Config)
     assert str(exc.value) == (
         "--n-envs: 4 envs cannot be shared by 5 workers; accepted: n_envs >= the number of workers (5), or "
         "fewer workers"
     )
     with pytest.raises(RunError, match="^--evaluate: runs in one process, not under torchrun"):
-        her_ddpg.parse_args(["--resume", str(out), "--evaluate", "5"], World(0, 2))
+        ddpg_options.parse_args(["--resume", str(out), "--evaluate", "5"], World(0, 2), her_ddpg.Config)
     assert not out.exists()
 
 
@@ -310,10 +311,10 @@ def test_workers_are_pinned_to_cores_of_their_own_only_where_they_fit(monkeypatc
 
 
 def test_env_threads_are_read_before_the_workers_meet() -> None:
-    assert her_ddpg._env_threads(["--env-threads", "3"]) == 3
-    assert her_ddpg._env_threads(["--env-threads=2", "--seed", "1"]) == 2
-    assert her_ddpg._env_threads(["--env-threads", "x"]) == 1  # parse_args says what is wrong
-    assert her_ddpg._env_threads([]) == 1
+    assert ddpg_options.env_threads_option(["--env-threads", "3"]) == 3
+    assert ddpg_options.env_threads_option(["--env-threads=2", "--seed", "1"]) == 2
+    assert ddpg_options.env_threads_option(["--env-threads", "x"]) == 1  # parse_args says what is wrong
+    assert ddpg_options.env_threads_option([]) == 1
     # a worker is pinned to as many cores as it runs threads of either kind
-    assert her_ddpg._cores_each(["--threads", "2", "--env-threads", "1"]) == 2
-    assert her_ddpg._cores_each(["--env-threads", "3", "--threads=2"]) == 3
+    assert ddpg_options.cores_each(["--threads", "2", "--env-threads", "1"]) == 2
+    assert ddpg_options.cores_each(["--env-threads", "3", "--threads=2"]) == 3

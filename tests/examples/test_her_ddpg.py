@@ -17,6 +17,7 @@ pytest.importorskip("matplotlib")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
+import ddpg_run  # noqa: E402
 import her_ddpg  # noqa: E402
 
 # A run of seconds: 2 envs, 3 cycles of 2 updates per epoch, a tiny network.
@@ -46,7 +47,7 @@ def test_future_goals_come_from_the_same_episode_at_or_after_the_step() -> None:
     achieved = np.stack(
         [*np.meshgrid(np.arange(n), np.arange(steps), indexing="ij"), np.zeros((n, steps))], -1
     )
-    goals, use = her_ddpg.future_goals(achieved, np.random.default_rng(1), share=0.8)
+    goals, use = her_ddpg.hindsight_goals(achieved, np.random.default_rng(1), share=0.8)
     assert goals.shape == (n, steps, 3) and use.shape == (n, steps)
     assert np.all(goals[..., 0] == np.arange(n)[:, None])  # same env
     assert np.all(goals[..., 1] >= np.arange(steps))  # at or after the step
@@ -133,7 +134,7 @@ def test_gif_of_the_greedy_policy(tmp_path: Path) -> None:
     imageio = pytest.importorskip("imageio.v2")
     agent = her_ddpg.Agent(her_ddpg.Config(hidden=8, layers=1), obs_dim=10, goal_dim=3, act_dim=4)
     path = tmp_path / "policy.gif"
-    her_ddpg.record_gif(agent, "goalenvs/FetchReach-v0", path, episodes=2, size=32)
+    ddpg_run.record_gif(agent, "goalenvs/FetchReach-v0", path, episodes=2, size=32)
     frames = imageio.mimread(path)
     assert len(frames) == 2 * 51 and frames[0].shape[:2] == (32, 32)  # reset frame + 50 steps each
 

@@ -6,6 +6,7 @@ the run folder. Tiny settings (a run takes about a second after the imports).
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
@@ -200,7 +201,7 @@ def test_an_edited_or_damaged_config_is_one_line(finished_run, tmp_path, capsys,
 def test_a_folder_of_the_other_script_is_refused(tmp_path, capsys) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    (out / "config.json").write_text(json.dumps(her_ddpg.asdict(her_ddpg.Config())))
+    (out / "config.json").write_text(json.dumps(dataclasses.asdict(her_ddpg.Config())))
     (out / ".run-manifest.json").write_text(json.dumps({"script": "train.py", "run_id": "x", "files": []}))
     line = fails(capsys, her_ddpg.main, ["--resume", str(out)])
     assert line == f"{PREFIX}--resume: {out} is a run folder of train.py, not of her_ddpg.py"
@@ -218,7 +219,7 @@ def test_a_failed_write_is_one_line_and_keeps_the_last_checkpoint(tmp_path, caps
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(f.name))
         return real_dump(obj, f, *args, **kwargs)
 
-    monkeypatch.setattr(her_ddpg.pickle, "dump", full_disk)
+    monkeypatch.setattr(pickle, "dump", full_disk)
     line = fails(capsys, her_ddpg.main, [*TINY, "--epochs", "3", "--output", str(out)], code=1)
     monkeypatch.undo()
     assert line.startswith(f"{PREFIX}No space left on device (")

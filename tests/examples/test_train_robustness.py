@@ -30,6 +30,7 @@ sys.path.insert(0, str(EXAMPLES))  # train.py and enjoy.py import each other as 
 
 import enjoy  # noqa: E402
 import train  # noqa: E402
+from zoo_conf import PYTHON_FORMS  # noqa: E402
 
 from tests.examples.folder_checks import DAMAGES, checkpoint_dir, copy_run, fails, snapshot  # noqa: E402
 
@@ -130,7 +131,8 @@ CONF_MISTAKES = {
                        "argument --conf-file: dqn.yml, entry 'goalenvs/BitFlip-v0', replay_buffer_kwargs key n_sampled_goal: -1 is not accepted; accepted: an integer, 0 <= n_sampled_goal"),
     "goal-selection-strategy": ({"replay_buffer_kwargs": "dict(goal_selection_strategy='futur')"},
                                 "argument --conf-file: dqn.yml, entry 'goalenvs/BitFlip-v0', replay_buffer_kwargs key goal_selection_strategy: 'futur' is not accepted; accepted: one of ['future', 'final', 'episode']"),
-    "policy-kwargs-syntax": ({"policy_kwargs": "dict(net_arch=[256, 256]"}, f"{ENTRY} policy_kwargs: 'dict(net_arch=[256, 256]' is not accepted; accepted: a Python expression (SyntaxError: '(' was never closed (<string>, line 1))"),
+    "policy-kwargs-syntax": ({"policy_kwargs": "dict(net_arch=[256, 256]"}, f"{ENTRY} policy_kwargs: 'dict(net_arch=[256, 256]' is not accepted; accepted: {PYTHON_FORMS} (SyntaxError: '(' was never closed (<string>, line 1))"),
+    "policy-kwargs-call": ({"policy_kwargs": "__import__('os').getcwd()"}, f"{ENTRY} policy_kwargs: \"__import__('os').getcwd()\" is not accepted; accepted: {PYTHON_FORMS} (ValueError: \"__import__('os').getcwd()\" is none of these forms)"),
     "replay-buffer-class": ({"replay_buffer_class": "dict"}, f"{ENTRY} replay_buffer_class: 'dict' is not accepted; accepted: her.HerReplayBuffer (this script always trains with it)"),
 }  # fmt: skip
 
