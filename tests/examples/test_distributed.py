@@ -42,6 +42,9 @@ TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "4", "--n-cycles", "3", "
         "--eval-episodes", "5", "--save-freq", "1", "--no-gif"]  # fmt: skip
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
+# Every test here runs torchrun workers that train: the slow tier (CI runs it).
+pytestmark = pytest.mark.slow
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -42,7 +42,10 @@ def _mujoco_renders() -> bool:
     return True
 
 
-@pytest.mark.parametrize("family", list(RUNS))
+@pytest.mark.parametrize(
+    "family",
+    [pytest.param(f, marks=pytest.mark.slow) if f == "parking" else f for f in RUNS],  # parking: 20 s
+)
 def test_train_writes_outputs_that_load(family: str, tmp_path: Path) -> None:
     if family == "fetch":
         pytest.importorskip("mujoco")
@@ -93,6 +96,7 @@ SCRIPTS = {
 }
 
 
+@pytest.mark.slow  # each script trains for a few seconds
 @pytest.mark.parametrize("script", list(SCRIPTS))
 def test_standalone_script_runs(script: str, tmp_path: Path) -> None:
     import os

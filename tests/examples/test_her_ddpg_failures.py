@@ -292,7 +292,11 @@ def _epochs_done(out: Path) -> int:
     return json.loads((checkpoint_dir(out) / "MANIFEST.json").read_text())["meta"]["epoch"]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.parametrize(
+    "signum",
+    [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)],  # one path in the default tier
+    ids=["ctrl-c", "sigterm"],
+)
 def test_ctrl_c_and_sigterm_say_where_to_resume_in_one_line(tmp_path, signum) -> None:
     out = tmp_path / "out"
     proc = _start([*TINY, "--epochs", "1000", "--output", str(out)])

@@ -279,7 +279,9 @@ RESUMABLE = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("case", list(RESUMABLE))
+@pytest.mark.parametrize(
+    "case", [pytest.param(c, marks=pytest.mark.slow) if c == "sac-fetchreach" else c for c in RESUMABLE]
+)
 def test_stop_and_resume_is_bit_for_bit_the_uninterrupted_run(case: str, tmp_path: Path) -> None:
     argv, stop = RESUMABLE[case]
     if case == "sac-fetchreach":

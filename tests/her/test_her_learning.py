@@ -30,6 +30,7 @@ def success_rate(model: DQN, episodes: int = 100) -> float:
     return successes / episodes
 
 
+@pytest.mark.slow  # learning to solve a task: the slow tier
 def test_dqn_with_her_solves_bitflip():
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny network: extra threads only contend on a shared machine

@@ -33,8 +33,21 @@ def test_every_goalenvs_id_is_covered() -> None:
     assert set(ENV_KWARGS) <= set(ids)
 
 
+# One id per family in the default tier; every id in the slow tier (CI runs both).
+DEFAULT_TIER = {"goalenvs/BitFlip-v0", "goalenvs/Parking-v0", "goalenvs/FetchPush-v0"}
+
+
+def _tiered(params: list) -> list:
+    return [
+        p
+        if p.values[0] in DEFAULT_TIER
+        else pytest.param(*p.values, id=p.id, marks=[*p.marks, pytest.mark.slow])
+        for p in params
+    ]
+
+
 @pytest.mark.parametrize("copy_info_dict", [False, True], ids=["default-kwargs", "copy_info_dict"])
-@pytest.mark.parametrize("env_id", make_params())
+@pytest.mark.parametrize("env_id", _tiered(make_params()))
 def test_trains_300_steps_with_stable_baselines3s_buffer(
     env_id: str, copy_info_dict: bool, monkeypatch
 ) -> None:

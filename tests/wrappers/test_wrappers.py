@@ -712,6 +712,7 @@ def test_wrappers_import_is_light():
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow  # learning to solve a task: the slow tier
 def test_dqn_her_learns_bitflip_through_normalisation():
     """DQN + HER on BitFlip (8 bits) through NormalizeGoalObservation still solves it (~10 s)."""
     pytest.importorskip("stable_baselines3")
