@@ -162,7 +162,12 @@ class GoalEnv(gym.Env[ObsT, ActT], Generic[ObsT, ActT]):
     Subclasses set a ``Dict`` observation space (checked by :func:`check_goal_space` at every
     ``reset``) and implement the three pure, vectorized functions below. ``step`` must compute its
     reward, terminated and truncated flags by calling them, so they cannot drift apart.
+
+    ``reward_info_keys`` names the info keys ``compute_reward`` reads (Parking's ``("crashed",)``), so
+    that a replay buffer knows which infos to keep for relabelling; ``()`` (the default): it reads none.
     """
+
+    reward_info_keys: tuple[str, ...] = ()
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
