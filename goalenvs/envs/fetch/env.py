@@ -442,6 +442,11 @@ class FetchEnv(FetchAttributes, TaskEnv):
         self._state.goal[0] = value
 
     @property
+    def _views(self) -> FetchViews:
+        """The views of the env's ``MjData`` (benchmarks/bench_fetch.py pins the fingers through them)."""
+        return self._state.views[0]
+
+    @property
     def _welded_body(self) -> int:
         """Index of the body the mocap is welded to (the golden-trajectory tests set its pose)."""
         return self._task.sim.welded_body
