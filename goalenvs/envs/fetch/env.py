@@ -29,8 +29,11 @@ from goalenvs.envs.fetch.assets import make_renderer
 from goalenvs.envs.fetch.sim import FetchSim, FetchViews
 from goalenvs.envs.fetch.task import (
     POS_ACTION_SCALE,
+    REWARD_TYPES,
     SETTINGS,
+    TASKS,
     FetchSettings,
+    FetchTask,
     fetch_reward,
     fetch_success,
 )
@@ -94,19 +97,28 @@ ENV_DOC = """
     reports them in ``info["elapsed_steps"]``, so that ``compute_truncated`` agrees with ``step``.
 
     ## Arguments
-    ``task`` (``"reach"``, ``"push"``, ``"slide"``, ``"pick_and_place"``); ``reward_type``
-    (``"sparse"`` / ``"dense"``); each of ``distance_threshold``, ``target_in_the_air``,
-    ``target_offset``, ``obj_range``, ``target_range``, ``gripper_extra_height``, ``block_gripper``,
-    ``n_substeps``, ``initial_qpos`` (joint name -> value(s), replaces the task's dict) defaults to
-    the task's Gymnasium-Robotics value when ``None``; ``max_steps`` (episode length, default 50);
-    ``render_mode`` (``None`` or ``"rgb_array"``),
-    ``width``, ``height`` (of rendered frames, default 480).
+    The fields of ``FetchSettings``, validated there: ``task`` ({TASKS}); ``reward_type`` ({REWARD_TYPES});
+    each of {TASK_DEFAULTS} defaults to the task's Gymnasium-Robotics value when ``None``
+    (``initial_qpos``: joint name -> value(s), replaces the task's dict); ``max_steps`` (episode
+    length, default 50; ``None``: never truncated); ``width``, ``height`` (of rendered frames,
+    default 480); and ``render_mode`` (``None`` or ``"rgb_array"``).
 
     ## Version History
     * v0: first goalenvs version; matches Gymnasium-Robotics 1.4.2 ``Fetch*-v4`` step for step
       (same seed, same actions -> same observations), on MuJoCo 3.x and 4.x. Unlike there, rendering
       does not call ``mj_forward``, so rendering an episode does not change its trajectory.
 """
+
+
+# The names in "Arguments" come from the settings and the task table, so they cannot go stale.
+ENV_DOC = (
+    ENV_DOC.replace("{TASKS}", ", ".join(f'``"{t}"``' for t in TASKS))
+    .replace("{REWARD_TYPES}", " / ".join(f'``"{r}"``' for r in REWARD_TYPES))
+    .replace(
+        "{TASK_DEFAULTS}",
+        ", ".join(f"``{f.name}``" for f in dataclasses.fields(FetchTask) if f.name in SETTINGS),
+    )
+)
 
 
 def fetch_spaces(sim: FetchSim) -> tuple[spaces.Dict, spaces.Box]:
