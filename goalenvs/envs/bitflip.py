@@ -117,13 +117,21 @@ class BitFlipState:
         self.keys = np.zeros(n, _U64)
         self.counters = np.zeros(n, _U64)
         self.steps = np.zeros(n, np.int64)
-        # Env 0's rows, as views (reset writes the arrays in place): the single env's step reads them
-        # without making a view per call.
-        self.bits0, self.goal0 = self.bits[0], self.goal[0]
+        self._views()
 
-    def __setstate__(self, state: dict[str, Any]) -> None:  # views pickle as copies: make them anew
-        self.__dict__.update(state)
+    def _views(self) -> None:
+        # Env 0's rows as views, for the single env's step (a view per call would cost more than the
+        # rest of its bookkeeping), and its step count through a memoryview: ``steps0[0] += 1`` is a
+        # Python int operation on the array's memory, 2x cheaper than numpy's ``steps[0] += 1``.
         self.bits0, self.goal0 = self.bits[0], self.goal[0]
+        self.steps0 = memoryview(self.steps.data)
+
+    def __getstate__(self) -> dict[str, Any]:  # a memoryview does not pickle, and views pickle as copies
+        return {key: value for key, value in self.__dict__.items() if key not in ("bits0", "goal0", "steps0")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._views()
 
 
 @dataclass(frozen=True)
@@ -398,12 +406,17 @@ class BitFlipTask(Task):
     ) -> None:
         if options and not single:
             raise ValueError(f"BitFlipVectorEnv.reset takes no options, got {sorted(options)}")
-        rows = slice(None) if single else envs  # one env: basic indexing, 4x cheaper than an index array
-        bits, goal, state.counters[rows] = self.sample_start(state.keys[rows], state.counters[rows])
-        state.bits[rows], state.goal[rows] = bits, goal
-        state.steps[rows] = 0
-        if options:
-            self._apply_options(state, options)
+        if single:  # the whole (one-env) state: new arrays in place of the old (cheaper than copying in)
+            state.bits, state.goal, state.counters = self.sample_start(state.keys, state.counters)
+            state.bits0, state.goal0 = state.bits[0], state.goal[0]
+            state.steps0[0] = 0
+            if options:
+                self._apply_options(state, options)
+            return
+        state.bits[envs], state.goal[envs], state.counters[envs] = self.sample_start(
+            state.keys[envs], state.counters[envs]
+        )
+        state.steps[envs] = 0
 
     def _apply_options(self, state: BitFlipState, options: dict[str, Any]) -> None:
         """The single env's ``reset(options={"state": bits, "goal": bits})``: either or both set."""
@@ -424,7 +437,7 @@ class BitFlipTask(Task):
     def step(self, state: BitFlipState, actions: Any, skip: np.ndarray, single: bool) -> None:
         if single:  # one env's action, on its row (flip's one-env path: no array temporaries)
             self.flip(state.bits0, actions)
-            state.steps[0] += 1  # (an in-place add on the whole (1,) array costs 6x more)
+            state.steps0[0] += 1
             return
         if skip.size:  # flip every row (fixed shapes), then put back the rows that restart instead
             before = state.bits[skip].copy()
@@ -444,7 +457,7 @@ class BitFlipTask(Task):
         # step counts through the functions compute_reward / compute_truncated use.
         success = self.is_success(obs["achieved_goal"], obs["desired_goal"])
         if single:  # Python scalars: reward_of and truncated_at answer a Python bool and int cheaply
-            done, elapsed = bool(success), state.steps.item()
+            done, elapsed = bool(success), state.steps0[0]
             return (
                 {"elapsed_steps": elapsed, "is_success": done},
                 self.reward_of(done),
