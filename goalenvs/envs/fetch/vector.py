@@ -121,3 +121,12 @@ class FetchVectorEnv(FetchAttributes, NativeVectorEnv):
     def goal(self) -> np.ndarray:
         """The goals ``(num_envs, 3)``: writing row ``i`` steers env ``i`` from its next step."""
         return self._state.goal
+
+    @property
+    def _rngs(self) -> list[Any]:
+        """Each env's random generator (examples/her_ddpg.py checkpoints and restores them)."""
+        return self._state.rngs
+
+    @_rngs.setter
+    def _rngs(self, rngs: list[Any]) -> None:
+        self._state.rngs = list(rngs)
