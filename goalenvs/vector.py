@@ -286,7 +286,7 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
         ``ended`` and None elsewhere. The ended rows are copied once, together, and each env's dict
         holds views of its row: keeping one keeps only the ended rows alive, not the batch. About
         1 us per ended env (its dict and arrays), which ``batched_final_obs=True`` saves by returning
-        ``obs`` itself (the env's own, as ``_observe`` makes it anew each call).
+        ``obs`` itself (the env's own, as the task's ``observe`` makes it anew each call).
         """
         if self.batched_final_obs:
             return obs

@@ -1,8 +1,12 @@
-"""The Fetch env: one Fetch task on MuJoCo, step-for-step faithful to Gymnasium-Robotics v4.
+"""The Fetch task and its single env, step-for-step faithful to Gymnasium-Robotics v4.
 
-One class, :class:`FetchEnv`, runs all four tasks; the task and every knob of Gymnasium-Robotics'
-Fetch family (reward type, thresholds, ranges, gripper height, ...) are validated constructor
-arguments.
+:class:`FetchEnvTask` is the family's task (see :mod:`goalenvs.task`): N envs as N ``MjData`` of one
+model (:class:`FetchState`), whose physics steps in a pool of threads, each a contiguous chunk of
+envs through all their substeps (``mj_step`` releases the GIL). :class:`FetchEnv` is its batch of one
+and :class:`~goalenvs.envs.fetch.vector.FetchVectorEnv` its batch of N, so env ``i`` of a vector env
+seeded ``s`` is the single env seeded ``s + i``, bit for bit, whatever the number of threads. One
+class runs all four tasks; the task and every knob of Gymnasium-Robotics' Fetch family (reward
+type, thresholds, ranges, gripper height, ...) are the fields of one dataclass, ``FetchSettings``.
 
 Why our own implementation: Gymnasium-Robotics 1.4.2 crashes on MuJoCo >= 3.12 (its
 ``set_joint_qpos`` compares a MuJoCo enum with a numpy integer), and on older MuJoCo it spends a

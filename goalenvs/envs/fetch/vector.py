@@ -1,12 +1,8 @@
 """FetchVectorEnv: N Fetch envs on one MuJoCo model, their physics stepped in parallel threads.
 
-``mj_step`` releases the GIL, so a persistent pool of threads, each stepping a contiguous chunk of the
-envs through all their substeps (and then observing them), runs the physics of the chunks in
-parallel; the Python work per env (setting the action, reading the observation) is small beside the
-physics and overlaps with the other threads' physics. Each env is the very per-env code a
-:class:`~goalenvs.envs.fetch.env.FetchEnv` runs (:class:`~goalenvs.envs.fetch.sim.FetchSim`'s
-operations on its own ``MjData``), so env ``i`` reset with seed ``s + i`` is that single env, bit for
-bit, whatever the number of threads.
+The batch of N of :class:`~goalenvs.envs.fetch.env.FetchEnvTask`, the task :class:`FetchEnv` is the
+batch of one of (the threads are the task's: see there); this module adds the vector env's arguments
+(``num_envs``, ``num_threads``, the autoreset mode) and its docstring.
 """
 
 from __future__ import annotations

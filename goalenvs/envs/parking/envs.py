@@ -1,11 +1,10 @@
-"""The parking envs: :class:`ParkingEnv` (one lot) and :class:`ParkingVectorEnv` (N lots), and the
-task's functions of goals and infos behind their ``compute_reward`` / ``compute_terminated`` /
-``compute_truncated``.
+"""The parking task, :class:`ParkingTask`, and its two envs: :class:`ParkingEnv` (its batch of one
+lot) and :class:`ParkingVectorEnv` (its batch of N lots).
 
 Each formula of the task (the goal term, the reward, success, termination, truncation) is written
-once, as a small function of arrays below; ``compute_*`` and both envs' ``step`` call those same
-functions, so a step's reward and flags are the ``compute_*`` answers on its own observation and info
-by construction.
+once, as a small function of arrays below; ``compute_*`` and the task's ``score`` (which both envs'
+``step`` return) call those same functions, so a step's reward and flags are the ``compute_*``
+answers on its own observation and info by construction.
 """
 
 from __future__ import annotations
