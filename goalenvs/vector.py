@@ -251,7 +251,8 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
         restart = self._autoreset.nonzero()[0]
         task.step(state, actions, restart, False)
         fresh = self._fresh
-        fresh[:] = False
+        if task.step_only_info_keys:  # _masked reads which envs are fresh only for those keys
+            fresh[:] = False
         if restart.size:  # NEXT_STEP: the envs that ended last step start over and ignore their action
             task.reset(state, restart, None, False)
             fresh[restart] = True
