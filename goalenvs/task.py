@@ -21,6 +21,8 @@ Python scalars, tested against the batch path), never a second copy of a formula
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -33,7 +35,17 @@ from gymnasium.utils import seeding
 from goalenvs._util import check_render_mode
 from goalenvs.core import GoalEnv
 
-__all__ = ["ONE", "Task", "TaskEnv", "TaskGoalFunctions", "first_obs", "first_scored", "seed_generators"]
+__all__ = [
+    "ONE",
+    "Task",
+    "TaskEnv",
+    "TaskGoalFunctions",
+    "first_obs",
+    "first_scored",
+    "keyword",
+    "seed_generators",
+    "settings_signature",
+]
 
 Obs = dict[str, np.ndarray]
 # A step's (info, reward, terminated, truncated): arrays of the batch, or one env's scalars.
@@ -51,6 +63,31 @@ def seed_generators(rngs: list[Any], seeds: np.ndarray, envs: np.ndarray) -> Non
     """Give env ``envs[j]`` the generator ``gym.Env.reset(seed=seeds[j])`` makes (``rngs`` is indexed by env)."""
     for seed, i in zip(seeds.tolist(), envs.tolist(), strict=True):
         rngs[i] = seeding.np_random(seed)[0]
+
+
+def keyword(name: str, default: Any) -> inspect.Parameter:
+    """A keyword-only parameter of an env class's signature (``render_mode``, ``autoreset_mode``, ...)."""
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+
+
+def settings_signature(
+    settings: type, leading: tuple[inspect.Parameter, ...] = (), trailing: tuple[inspect.Parameter, ...] = ()
+) -> inspect.Signature:
+    """An env class's signature, made from the dataclass of its validated arguments (a family writes
+    its arguments once, as that dataclass's fields, and its env classes take ``*args, **kwargs`` into it).
+
+    ``leading`` parameters (the vector env's ``num_envs``), then the dataclass's ``__init__`` fields
+    (keyword-only where the field is), then ``trailing`` ones (keyword-only: ``render_mode``, ...).
+    ``inspect.signature``, IDEs and ``examples/train.py``'s list of accepted arguments read it.
+    """
+    params = list(leading)
+    for f in dataclasses.fields(settings):
+        if not f.init:
+            continue
+        kind = inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        default = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        params.append(inspect.Parameter(f.name, kind, default=default, annotation=f.type))
+    return inspect.Signature([*params, *trailing])
 
 
 class Task(ABC):

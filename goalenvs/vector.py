@@ -38,6 +38,7 @@ same way, with the task supplying ``step_env`` / ``reset_env``).
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Any
 
@@ -47,10 +48,12 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from goalenvs._util import check_bool, check_int, check_render_mode
-from goalenvs.task import Task, TaskGoalFunctions
+from goalenvs.task import Task, TaskGoalFunctions, keyword
 
 __all__ = [
     "AUTORESET_MODES",
+    "NUM_ENVS",
+    "VECTOR_KEYWORDS",
     "ClosedVectorEnvError",
     "ConcurrentUseError",
     "NativeVectorEnv",
@@ -62,6 +65,16 @@ __all__ = [
 AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 
 Obs = dict[str, np.ndarray]
+
+
+#: The parameters of a native vector env class's signature around its family's arguments (see
+#: goalenvs.task.settings_signature): ``num_envs`` first, these keywords last.
+NUM_ENVS = inspect.Parameter("num_envs", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=1, annotation="int")
+VECTOR_KEYWORDS = (
+    keyword("render_mode", None),
+    keyword("autoreset_mode", AutoresetMode.NEXT_STEP),
+    keyword("batched_final_obs", False),
+)
 
 
 class ClosedVectorEnvError(gym.error.ClosedEnvironmentError, RuntimeError):

@@ -19,8 +19,8 @@ from gymnasium.vector import AutoresetMode
 from goalenvs._util import check_bool, check_int
 from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
 from goalenvs.envs._checks import check_finite_action
-from goalenvs.task import Task, TaskEnv
-from goalenvs.vector import NativeVectorEnv
+from goalenvs.task import Task, TaskEnv, keyword, settings_signature
+from goalenvs.vector import NUM_ENVS, VECTOR_KEYWORDS, NativeVectorEnv
 
 __all__ = ["OBS_TYPES", "BitFlipEnv", "BitFlipState", "BitFlipTask", "BitFlipVectorEnv"]
 
@@ -564,18 +564,11 @@ class BitFlipEnv(TaskEnv):
         """The task: the validated arguments and the functions this env is built from."""
         return self._task
 
-    def __init__(
-        self,
-        n_bits: int = 10,
-        continuous: bool = False,
-        max_steps: int | None = None,
-        obs_type: ObsType = "bits",
-        channel_first: bool = True,
-        random_goal: bool = True,
-        render_mode: str | None = None,
-    ) -> None:
-        task = BitFlipTask(n_bits, continuous, max_steps, obs_type, channel_first, random_goal)
-        self._init_task(task, render_mode)
+    __signature__ = settings_signature(BitFlipTask, trailing=(keyword("render_mode", None),))
+
+    def __init__(self, *args: Any, render_mode: str | None = None, **kwargs: Any) -> None:
+        """``args``, ``kwargs``: the fields of :class:`BitFlipTask` (``n_bits``, ``continuous``, ...)."""
+        self._init_task(BitFlipTask(*args, **kwargs), render_mode)
 
 
 class BitFlipVectorEnv(NativeVectorEnv):
@@ -612,19 +605,18 @@ class BitFlipVectorEnv(NativeVectorEnv):
         """The task: the validated arguments and the functions this env is built from."""
         return self._task
 
+    __signature__ = settings_signature(BitFlipTask, (NUM_ENVS,), VECTOR_KEYWORDS)
+
     def __init__(
         self,
         num_envs: int = 1,
-        n_bits: int = 10,
-        continuous: bool = False,
-        max_steps: int | None = None,
-        obs_type: ObsType = "bits",
-        channel_first: bool = True,
-        random_goal: bool = True,
+        *args: Any,
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         batched_final_obs: bool = False,
+        **kwargs: Any,
     ) -> None:
+        """``args``, ``kwargs``: the fields of :class:`BitFlipTask` (``n_bits``, ``continuous``, ...)."""
         check_int("num_envs", num_envs, 1)
-        task = BitFlipTask(n_bits, continuous, max_steps, obs_type, channel_first, random_goal)
+        task = BitFlipTask(*args, **kwargs)
         self._init_vector(task, num_envs, render_mode, autoreset_mode, batched_final_obs)

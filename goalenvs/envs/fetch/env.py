@@ -17,7 +17,6 @@ third of every step on name lookups and Python glue. Here every name is resolved
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -41,10 +40,10 @@ from goalenvs.envs.fetch.task import (
     fetch_reward,
     fetch_success,
 )
-from goalenvs.task import Task, TaskEnv, seed_generators
+from goalenvs.task import Task, TaskEnv, keyword, seed_generators, settings_signature
 from goalenvs.vector import ConcurrentUseError
 
-__all__ = ["ENV_DOC", "FetchEnv", "FetchEnvTask", "FetchState", "fetch_signature", "fetch_spaces"]
+__all__ = ["ENV_DOC", "FetchAttributes", "FetchEnv", "FetchEnvTask", "FetchState", "fetch_spaces"]
 
 _ACTION = "4 numbers: dx, dy, dz, gripper, clipped to [-1, 1]"
 
@@ -360,30 +359,6 @@ class FetchEnvTask(Task):
         state.close()
 
 
-def fetch_signature(
-    leading: tuple[inspect.Parameter, ...] = (), trailing: tuple[inspect.Parameter, ...] = ()
-) -> inspect.Signature:
-    """The signature of a Fetch env class: ``leading`` parameters, then FetchSettings' fields (``task``
-    and ``reward_type`` positional, the rest keyword-only), ``render_mode``, then ``trailing`` ones
-    (what ``inspect.signature`` shows, and ``examples/train.py`` lists for a bad argument)."""
-    params = [*leading]
-    for f in dataclasses.fields(FetchSettings):
-        if f.name == "_":
-            continue
-        kind = (
-            inspect.Parameter.POSITIONAL_OR_KEYWORD
-            if f.name in ("task", "reward_type")
-            else inspect.Parameter.KEYWORD_ONLY
-        )
-        params.append(inspect.Parameter(f.name, kind, default=f.default, annotation=f.type))
-    params.append(
-        inspect.Parameter(
-            "render_mode", inspect.Parameter.KEYWORD_ONLY, default=None, annotation="str | None"
-        )
-    )
-    return inspect.Signature([*params, *trailing])
-
-
 class FetchAttributes:
     """A Fetch env's public attributes, single or vector: every setting (``env.distance_threshold``,
     ``env.max_steps``, ...; setting one re-validates and takes effect where the task reads it at step
@@ -433,18 +408,11 @@ class FetchEnv(FetchAttributes, TaskEnv):
     )
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 25}
-    __signature__ = fetch_signature()
+    __signature__ = settings_signature(FetchSettings, trailing=(keyword("render_mode", None),))
 
-    def __init__(
-        self,
-        task: str = "reach",
-        reward_type: str = "sparse",
-        *,
-        render_mode: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        """``kwargs``: the other fields of :class:`FetchSettings` (``distance_threshold``, ``max_steps``, ...)."""
-        self._init_task(FetchEnvTask(FetchSettings(task, reward_type, **kwargs)), render_mode)
+    def __init__(self, *args: Any, render_mode: str | None = None, **kwargs: Any) -> None:
+        """``args``, ``kwargs``: the fields of :class:`FetchSettings` (``task``, ``reward_type``, ...)."""
+        self._init_task(FetchEnvTask(FetchSettings(*args, **kwargs)), render_mode)
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.dt))}
         # Two threads stepping one MjData crash MuJoCo (a segfault): a second thread is told at once.
         self._busy = threading.Lock()

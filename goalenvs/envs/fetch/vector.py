@@ -7,7 +7,6 @@ batch of one of (the threads are the task's: see there); this module adds the ve
 
 from __future__ import annotations
 
-import inspect
 import os
 from typing import Any
 
@@ -15,9 +14,10 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_int
-from goalenvs.envs.fetch.env import ENV_DOC, FetchAttributes, FetchEnvTask, FetchState, fetch_signature
+from goalenvs.envs.fetch.env import ENV_DOC, FetchAttributes, FetchEnvTask, FetchState
 from goalenvs.envs.fetch.task import FetchSettings
-from goalenvs.vector import NativeVectorEnv
+from goalenvs.task import keyword, settings_signature
+from goalenvs.vector import NUM_ENVS, VECTOR_KEYWORDS, NativeVectorEnv
 
 __all__ = ["FetchVectorEnv"]
 
@@ -65,40 +65,26 @@ class FetchVectorEnv(FetchAttributes, NativeVectorEnv):
     )
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 25, "autoreset_mode": AutoresetMode.NEXT_STEP}
-    __signature__ = fetch_signature(
-        (
-            inspect.Parameter(
-                "num_envs", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=1, annotation="int"
-            ),
-        ),
-        tuple(
-            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
-            for name, default in (
-                ("num_threads", None),
-                ("autoreset_mode", AutoresetMode.NEXT_STEP),
-                ("batched_final_obs", False),
-            )
-        ),
+    __signature__ = settings_signature(
+        FetchSettings, (NUM_ENVS,), (*VECTOR_KEYWORDS, keyword("num_threads", None))
     )
     _state: FetchState
 
     def __init__(
         self,
         num_envs: int = 1,
-        task: str = "reach",
-        reward_type: str = "sparse",
-        *,
+        *args: Any,
         render_mode: str | None = None,
         num_threads: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         batched_final_obs: bool = False,
         **kwargs: Any,
     ) -> None:
-        """``kwargs``: the other fields of :class:`FetchSettings` (``distance_threshold``, ``max_steps``,
-        ``width``, ...), for every env."""
+        """``args``, ``kwargs``: the fields of :class:`FetchSettings` (``task``, ``reward_type``,
+        ``distance_threshold``, ...), for every env."""
         n = check_int("num_envs", num_envs, 1)
         threads = (os.cpu_count() or 1) if num_threads is None else check_int("num_threads", num_threads, 1)
-        fetch = FetchEnvTask(FetchSettings(task, reward_type, **kwargs))
+        fetch = FetchEnvTask(FetchSettings(*args, **kwargs))
         self._init_vector(fetch, n, render_mode, autoreset_mode, batched_final_obs)
         self.metadata["render_fps"] = int(np.round(1.0 / self.dt))
         self._state.set_threads(threads)
