@@ -337,8 +337,9 @@ class Trainer:
         self.eval_local = eval_hi - self.eval_lo
         n_eval_envs = min(self.n_local, self.eval_local)
         self.eval_envs = [cast(FetchEnv, gym.make(cfg.env_id).unwrapped) for _ in range(n_eval_envs)]
-        assert self.envs.max_steps is not None  # Fetch episodes are truncated after max_steps (default 50)
-        self.horizon = self.envs.max_steps
+        max_steps = self.envs.settings.max_steps
+        assert max_steps is not None  # Fetch episodes are truncated after max_steps (default 50)
+        self.horizon = max_steps
         self.observation_space = space = cast(spaces.Dict, self.envs.single_observation_space)
         obs_dim, goal_dim = _width(space["observation"]), _width(space["desired_goal"])
         act_dim = _width(self.envs.single_action_space)

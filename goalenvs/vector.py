@@ -21,25 +21,25 @@ Gymnasium's vector API asks around that, and it lives here, once:
   ``info["_final_info"]`` the ended envs. ``batched_final_obs=True`` (opt-in) makes
   ``info["final_obs"]`` one dict of ``(num_envs, ...)`` arrays instead (rows valid where
   ``info["_final_obs"]``): no Python object per ended env, for loops that read the batch whole.
-* **the contract**: reward, terminated and truncated come from the family's ``_score``, which by
-  default calls the env's own ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``.
+* **the contract**: reward, terminated and truncated come from the task's ``score``, the task's
+  ``compute_reward`` / ``compute_terminated`` / ``compute_truncated`` on the step's batch, which are
+  also the env's.
 * **misuse**: one vector env is not thread-safe (Fetch steps MuJoCo data that two threads would
   corrupt: a segfault), so ``reset`` / ``step`` / ``render`` / ``close`` entered while another
   thread is inside one of them raise :class:`ConcurrentUseError` at once instead of waiting or
   crashing; after ``close()`` they raise :class:`ClosedVectorEnvError` (Gymnasium's
   ``AsyncVectorEnv`` raises its ``ClosedEnvironmentError`` the same way); ``close()`` twice is a no-op.
 
-A family subclasses :class:`NativeVectorEnv`, calls :meth:`NativeVectorEnv._init_vector` in its
-``__init__`` and supplies ``_seed``, ``_restart``, ``_advance``, ``_observe`` and ``_info`` (gymnax's
-``Environment.step`` owns autoreset the same way, with the task supplying ``step_env`` /
-``reset_env``).
+A family's vector env subclasses :class:`NativeVectorEnv` and calls
+:meth:`NativeVectorEnv._init_vector` with the family's :class:`~goalenvs.task.Task`, the one its single
+env (:class:`~goalenvs.task.TaskEnv`) is built from (gymnax's ``Environment.step`` owns autoreset the
+same way, with the task supplying ``step_env`` / ``reset_env``).
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
-from abc import ABC, abstractmethod
-from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -47,10 +47,13 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from goalenvs._util import check_bool, check_int
+from goalenvs._util import check_bool, check_int, check_render_mode
+from goalenvs.task import Task, TaskGoalFunctions, keyword
 
 __all__ = [
     "AUTORESET_MODES",
+    "NUM_ENVS",
+    "VECTOR_KEYWORDS",
     "ClosedVectorEnvError",
     "ConcurrentUseError",
     "NativeVectorEnv",
@@ -62,6 +65,16 @@ __all__ = [
 AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 
 Obs = dict[str, np.ndarray]
+
+
+#: The parameters of a native vector env class's signature around its family's arguments (see
+#: goalenvs.task.settings_signature): ``num_envs`` first, these keywords last.
+NUM_ENVS = inspect.Parameter("num_envs", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=1, annotation="int")
+VECTOR_KEYWORDS = (
+    keyword("render_mode", None),
+    keyword("autoreset_mode", AutoresetMode.NEXT_STEP),
+    keyword("batched_final_obs", False),
+)
 
 
 class ClosedVectorEnvError(gym.error.ClosedEnvironmentError, RuntimeError):
@@ -101,48 +114,31 @@ def env_seeds(seed: Any, num_envs: int) -> np.ndarray | None:
     return first + np.arange(num_envs, dtype=np.int64)
 
 
-class NativeVectorEnv(VectorEnv, ABC):
+class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
     """N envs of one task stepped as arrays, with Gymnasium's vector API around them.
 
-    Subclasses supply:
-
-    * ``_seed(seeds, envs)``: give the envs of index array ``envs`` the random streams a single env
-      reset with ``seeds`` (int64, one per env) would draw from;
-    * ``_restart(envs, options)``: start new episodes in ``envs``, drawing from their own streams
-      (``options`` is ``reset``'s, or None on an autoreset);
-    * ``_advance(actions, skip)``: one step of every env except those of index array ``skip`` (the
-      envs restarting under NEXT_STEP autoreset, whose action is ignored);
-    * ``_observe()``: the batch observation, a dict of arrays with a leading ``num_envs`` axis,
-      made anew by each call (never views of the env's state: the caller keeps them);
-    * ``_info(obs)``: the batch info as arrays of shape ``(num_envs, ...)`` (no masks);
-    * ``compute_reward`` / ``compute_terminated`` / ``compute_truncated``, and optionally a faster
-      ``_score(obs)`` that returns the info and the same three arrays from shared intermediate results;
-    * optionally ``_masked(info)``, where not every env reports every key (Fetch: an env that has
-      just started an episode reports no step info, as its single env's ``reset`` does);
-    * optionally ``_render()``, the frames ``render()`` returns (``render`` itself is the base's, so
-      that it is guarded like ``step``).
+    A family's vector env class sets ``metadata`` and its docstring, and its ``__init__`` validates
+    its own arguments into the family's :class:`~goalenvs.task.Task` (the very task its single env is
+    built from) and calls :meth:`_init_vector`. Everything else is here: the task's functions on a
+    state of ``num_envs`` envs, its ``compute_*`` as the env's, seeding, autoreset and info masks.
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
-
-    # The goal functions every family defines, ``fn(achieved_goal, desired_goal, info)``: declared, not
-    # defined, so that a family lacking one still has none (``find_goal_function`` answers None).
-    compute_reward: Callable[..., np.ndarray]
-    compute_terminated: Callable[..., np.ndarray]
-    compute_truncated: Callable[..., np.ndarray]
 
     # ---- set up by the family's __init__ ------------------------------------------------------------
 
     def _init_vector(
         self,
+        task: Task,
         num_envs: Any,
-        single_observation_space: gym.spaces.Dict,
-        single_action_space: gym.Space,
+        render_mode: str | None = None,
         autoreset_mode: Any = AutoresetMode.NEXT_STEP,
         batched_final_obs: Any = False,
     ) -> None:
-        """Validate ``num_envs``, ``autoreset_mode`` and ``batched_final_obs`` and build the batched spaces."""
+        """Validate ``num_envs``, ``render_mode``, ``autoreset_mode`` and ``batched_final_obs``, build
+        the batched spaces and the task's state of ``num_envs`` envs."""
         self.num_envs = check_int("num_envs", num_envs, 1)
+        self.render_mode = check_render_mode(render_mode, type(self).metadata.get("render_modes", []))
         mode = check_autoreset_mode(autoreset_mode)
         self.batched_final_obs = check_bool("batched_final_obs", batched_final_obs)
         if self.batched_final_obs and mode != AutoresetMode.SAME_STEP:
@@ -150,44 +146,20 @@ class NativeVectorEnv(VectorEnv, ABC):
                 "batched_final_obs=True needs autoreset_mode='SameStep' (only same-step autoreset "
                 f"returns final observations), got autoreset_mode={mode.value!r}"
             )
+        self._task = task
         self.metadata = {**type(self).metadata, "autoreset_mode": mode}
-        self.single_observation_space = single_observation_space
-        self.single_action_space = single_action_space
-        self.observation_space = batch_space(single_observation_space, self.num_envs)
-        self.action_space = batch_space(single_action_space, self.num_envs)
+        self.single_observation_space = task.observation_space
+        self.single_action_space = task.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._state = task.new_state(self.num_envs)
         self._autoreset = np.zeros(self.num_envs, dtype=bool)
+        # The envs whose episode has just started (no step yet): they report no step-only info key.
+        self._fresh = np.ones(self.num_envs, dtype=bool)
         self._all_envs = np.arange(self.num_envs)
         self._seeded = False
         self._busy = threading.Lock()
         self._busy_in = ""  # the method the thread holding _busy is in (for the error message)
-
-    # ---- what a family supplies --------------------------------------------------------------------
-
-    @abstractmethod
-    def _seed(self, seeds: np.ndarray, envs: np.ndarray) -> None: ...
-
-    @abstractmethod
-    def _restart(self, envs: np.ndarray, options: dict[str, Any] | None) -> None: ...
-
-    @abstractmethod
-    def _advance(self, actions: Any, skip: np.ndarray) -> None: ...
-
-    @abstractmethod
-    def _observe(self) -> Obs: ...
-
-    @abstractmethod
-    def _info(self, obs: Obs) -> dict[str, np.ndarray]: ...
-
-    def _score(self, obs: Obs) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray]:
-        """A step's info, reward, terminated and truncated: ``_info`` and the env's own ``compute_*``."""
-        info = self._info(obs)
-        ag, dg = obs["achieved_goal"], obs["desired_goal"]
-        return (
-            info,
-            np.asarray(self.compute_reward(ag, dg, info)),
-            np.asarray(self.compute_terminated(ag, dg, info)),
-            np.asarray(self.compute_truncated(ag, dg, info)),
-        )
 
     # ---- one thread at a time, and not after close ---------------------------------------------------
 
@@ -229,16 +201,18 @@ class NativeVectorEnv(VectorEnv, ABC):
             self._busy.release()
 
     def render(self) -> tuple[Any, ...] | None:
-        """The family's frames (see its ``_render``); guarded like ``step``."""
+        """A tuple of ``num_envs`` frames, each as the single env renders it (None without a render
+        mode); guarded like ``step``."""
         self._enter("render")
         try:
-            return self._render()
+            if self.render_mode is None:
+                return self._task.render(self._state, 0, None)  # None, with the task's warning if any
+            return tuple(self._task.render(self._state, i, self.render_mode) for i in range(self.num_envs))
         finally:
             self._busy.release()
 
-    def _render(self) -> tuple[Any, ...] | None:
-        """The family's ``render``: None unless it draws."""
-        return None
+    def close_extras(self, **kwargs: Any) -> None:
+        self._task.close(self._state)
 
     def __getstate__(self) -> dict[str, Any]:
         # A lock does not pickle; the copy gets its own, free (a pickle is never taken mid-step).
@@ -267,6 +241,7 @@ class NativeVectorEnv(VectorEnv, ABC):
             self._busy.release()
 
     def _reset(self, seed: Any, options: dict[str, Any] | None) -> tuple[Obs, dict[str, Any]]:
+        task, state = self._task, self._state
         seeds = env_seeds(seed, self.num_envs)
         if seeds is None and not self._seeded:  # first reset without a seed: fresh entropy
             super().reset()
@@ -274,22 +249,28 @@ class NativeVectorEnv(VectorEnv, ABC):
         elif seeds is not None:
             super().reset(seed=int(seeds[0]))
         if seeds is not None:
-            self._seed(seeds, self._all_envs)
+            task.seed(state, seeds, self._all_envs)
             self._seeded = True
-        self._restart(self._all_envs, options)
+        task.reset(state, self._all_envs, options, False)
         self._autoreset[:] = False
-        obs = self._observe()
-        return obs, self._masked(self._info(obs))
+        self._fresh[:] = True
+        obs = task.observe(state, False)
+        return obs, self._masked(task.score(state, obs, False)[0])
 
     def _step(self, actions: Any) -> tuple[Obs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._seeded:
             raise gym.error.ResetNeeded("call reset() before step()")
+        task, state = self._task, self._state
         restart = self._autoreset.nonzero()[0]
-        self._advance(actions, restart)
+        task.step(state, actions, restart, False)
+        fresh = self._fresh
+        if task.step_only_info_keys:  # _masked reads which envs are fresh only for those keys
+            fresh[:] = False
         if restart.size:  # NEXT_STEP: the envs that ended last step start over and ignore their action
-            self._restart(restart, None)
-        obs = self._observe()
-        info, reward, terminated, truncated = self._score(obs)
+            task.reset(state, restart, None, False)
+            fresh[restart] = True
+        obs = task.observe(state, False)
+        info, reward, terminated, truncated = task.score(state, obs, False)
         if restart.size:
             reward[restart], terminated[restart], truncated[restart] = 0, False, False
         done = terminated | truncated
@@ -300,10 +281,11 @@ class NativeVectorEnv(VectorEnv, ABC):
         if not ended.size:  # as in a SyncVectorEnv, the final_* keys come only with an ended episode
             return obs, reward, terminated, truncated, self._masked(info)
         final_obs, final_info = self._final_obs(obs, ended), self._final_info(info, done)
-        self._restart(ended, None)
-        obs = self._observe()
-        fresh = self._info(obs)  # an ended env reports its new episode's reset info, as in Gymnasium
-        for key, value in fresh.items():
+        task.reset(state, ended, None, False)
+        fresh[ended] = True
+        obs = task.observe(state, False)
+        # An ended env reports its new episode's info, as in Gymnasium (the score of a fresh episode).
+        for key, value in task.score(state, obs, False)[0].items():
             info[key][ended] = value[ended]
         info = self._masked(info)
         info["final_obs"], info["_final_obs"] = final_obs, done
@@ -318,7 +300,7 @@ class NativeVectorEnv(VectorEnv, ABC):
         ``ended`` and None elsewhere. The ended rows are copied once, together, and each env's dict
         holds views of its row: keeping one keeps only the ended rows alive, not the batch. About
         1 us per ended env (its dict and arrays), which ``batched_final_obs=True`` saves by returning
-        ``obs`` itself (the env's own, as ``_observe`` makes it anew each call).
+        ``obs`` itself (the env's own, as the task's ``observe`` makes it anew each call).
         """
         if self.batched_final_obs:
             return obs
@@ -346,9 +328,22 @@ class NativeVectorEnv(VectorEnv, ABC):
         return final
 
     def _masked(self, info: dict[str, Any]) -> dict[str, Any]:
-        """``info`` with Gymnasium's ``"_" + key`` mask for each key: by default every env reports every key."""
+        """``info`` with Gymnasium's ``"_" + key`` mask for each key, as a ``SyncVectorEnv`` of the single
+        envs gives: every env reports every key, except that an env whose episode has just started
+        reports none of the task's ``step_only_info_keys`` (its entries read 0), and a key no env
+        reports is left out."""
         every = np.empty(self.num_envs, dtype=bool)
         every.fill(True)
+        step_only = self._task.step_only_info_keys
         for key in [key for key in info if not key.startswith("_")]:
-            info["_" + key] = every
+            if key not in step_only:
+                info["_" + key] = every
+                continue
+            stepped = ~self._fresh
+            if not stepped.any():
+                del info[key]
+                continue
+            value = info[key] = info[key].copy()
+            value[self._fresh] = 0
+            info["_" + key] = stepped
         return info

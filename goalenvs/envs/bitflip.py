@@ -12,17 +12,17 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
-from goalenvs._util import check_bool, check_int, check_render_mode
-from goalenvs.core import NO_ELAPSED_STEPS, GoalEnv, info_values_or_default
+from goalenvs._util import check_bool, check_int
+from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
 from goalenvs.envs._checks import check_finite_action
-from goalenvs.vector import NativeVectorEnv
+from goalenvs.task import Task, TaskEnv, keyword, settings_signature
+from goalenvs.vector import NUM_ENVS, VECTOR_KEYWORDS, NativeVectorEnv
 
-__all__ = ["OBS_TYPES", "BitFlipEnv", "BitFlipTask", "BitFlipVectorEnv"]
+__all__ = ["OBS_TYPES", "BitFlipEnv", "BitFlipState", "BitFlipTask", "BitFlipVectorEnv"]
 
 ObsType = Literal["bits", "integer", "image"]
 #: The accepted values of the ``obs_type`` argument.
@@ -107,8 +107,35 @@ def rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a == b).all(axis=-1)
 
 
+class BitFlipState:
+    """The state of ``n`` BitFlip envs: bits and goals ``(n, n_bits)`` uint8 0/1, each env's random
+    stream (a key and a counter, see :func:`random_bits`) and its step count."""
+
+    def __init__(self, n: int, n_bits: int) -> None:
+        self.bits = np.zeros((n, n_bits), np.uint8)
+        self.goal = np.ones((n, n_bits), np.uint8)
+        self.keys = np.zeros(n, _U64)
+        self.counters = np.zeros(n, _U64)
+        self.steps = np.zeros(n, np.int64)
+        self._views()
+
+    def _views(self) -> None:
+        # Env 0's rows as views, for the single env's step (a view per call would cost more than the
+        # rest of its bookkeeping), and its step count through a memoryview: ``steps0[0] += 1`` is a
+        # Python int operation on the array's memory, 2x cheaper than numpy's ``steps[0] += 1``.
+        self.bits0, self.goal0 = self.bits[0], self.goal[0]
+        self.steps0 = memoryview(self.steps.data)
+
+    def __getstate__(self) -> dict[str, Any]:  # a memoryview does not pickle, and views pickle as copies
+        return {key: value for key, value in self.__dict__.items() if key not in ("bits0", "goal0", "steps0")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._views()
+
+
 @dataclass(frozen=True)
-class BitFlipTask:
+class BitFlipTask(Task):
     """The BitFlip task, written once as pure functions over a leading batch axis.
 
     Internally a state and a goal are ``uint8`` arrays of 0/1 of shape ``(..., n_bits)``; observations
@@ -162,12 +189,14 @@ class BitFlipTask:
     # ----------------------------------------------------------------------------------- spaces
 
     def goal_space(self) -> spaces.Space:
+        """The space of one goal (and of the ``observation`` entry), as ``obs_type`` encodes bits."""
         if self.obs_type == "bits":
             return spaces.MultiBinary(self.n_bits)
         if self.obs_type == "integer":
             return spaces.Discrete(2**self.n_bits)
         return spaces.Box(0, 255, self.goal_shape, np.uint8)
 
+    @property
     def observation_space(self) -> spaces.Dict:
         return spaces.Dict(
             {
@@ -177,6 +206,7 @@ class BitFlipTask:
             }
         )
 
+    @property
     def action_space(self) -> spaces.Space:
         if self.continuous:
             return spaces.Box(-1.0, 1.0, (self.n_bits,), np.float32)
@@ -288,7 +318,7 @@ class BitFlipTask:
         flat = goal.reshape(*goal.shape[: goal.ndim - 3], IMAGE_SIDE * IMAGE_SIDE)
         return flat[..., : self.n_bits] > 127
 
-    def observe(self, state: np.ndarray, goal: np.ndarray) -> dict[str, np.ndarray]:
+    def observe_bits(self, state: np.ndarray, goal: np.ndarray) -> dict[str, np.ndarray]:
         """The Dict observation for states and goals of shape (B, n_bits)."""
         encoded = self.encode(state)
         return {"observation": encoded, "achieved_goal": encoded.copy(), "desired_goal": self.encode(goal)}
@@ -362,6 +392,88 @@ class BitFlipTask:
             info, "elapsed_steps", batch_shape, 0, NO_ELAPSED_STEPS.format(env="BitFlip")
         )
         return self.truncated_at(steps)
+
+    # ------------------------------------------------------ the task's part of the two envs
+    def new_state(self, n: int) -> BitFlipState:
+        return BitFlipState(n, self.n_bits)
+
+    def seed(self, state: BitFlipState, seeds: np.ndarray, envs: np.ndarray) -> None:
+        state.keys[envs] = seed_keys(seeds)
+        state.counters[envs] = 0
+
+    def reset(
+        self, state: BitFlipState, envs: np.ndarray, options: dict[str, Any] | None, single: bool
+    ) -> None:
+        if options and not single:
+            raise ValueError(f"BitFlipVectorEnv.reset takes no options, got {sorted(options)}")
+        if single:  # the whole (one-env) state: new arrays in place of the old (cheaper than copying in)
+            state.bits, state.goal, state.counters = self.sample_start(state.keys, state.counters)
+            state.bits0, state.goal0 = state.bits[0], state.goal[0]
+            state.steps0[0] = 0
+            if options:
+                self._apply_options(state, options)
+            return
+        state.bits[envs], state.goal[envs], state.counters[envs] = self.sample_start(
+            state.keys[envs], state.counters[envs]
+        )
+        state.steps[envs] = 0
+
+    def _apply_options(self, state: BitFlipState, options: dict[str, Any]) -> None:
+        """The single env's ``reset(options={"state": bits, "goal": bits})``: either or both set."""
+        unknown = set(options) - {"state", "goal"}
+        if unknown:
+            raise ValueError(
+                f"reset options accepts the keys ['goal', 'state'], got unknown {sorted(unknown)}"
+            )
+        for key, target in (("state", state.bits), ("goal", state.goal)):
+            if key in options:
+                bits = np.asarray(options[key])
+                if bits.shape != (self.n_bits,) or not np.isin(bits, (0, 1)).all():
+                    raise ValueError(
+                        f"options[{key!r}] must be {self.n_bits} bits (0/1), got {options[key]!r}"
+                    )
+                target[0] = bits
+
+    def step(self, state: BitFlipState, actions: Any, skip: np.ndarray, single: bool) -> None:
+        if single:  # one env's action, on its row (flip's one-env path: no array temporaries)
+            self.flip(state.bits0, actions)
+            state.steps0[0] += 1
+            return
+        if skip.size:  # flip every row (fixed shapes), then put back the rows that restart instead
+            before = state.bits[skip].copy()
+            self.flip(state.bits, actions)
+            state.bits[skip] = before
+        else:
+            self.flip(state.bits, actions)
+        state.steps += 1
+
+    def observe(self, state: BitFlipState, single: bool) -> dict[str, np.ndarray]:
+        if single:  # env 0's rows: its observation, at the cost of one env's
+            return self.observe_bits(state.bits0, state.goal0)
+        return self.observe_bits(state.bits, state.goal)
+
+    def score(self, state: BitFlipState, obs: dict[str, np.ndarray], single: bool) -> Any:
+        # compute_terminated is is_success; the reward and the time limit follow from it and from the
+        # step counts through the functions compute_reward / compute_truncated use.
+        success = self.is_success(obs["achieved_goal"], obs["desired_goal"])
+        if single:  # Python scalars: reward_of and truncated_at answer a Python bool and int cheaply
+            done, elapsed = bool(success), state.steps0[0]
+            return (
+                {"elapsed_steps": elapsed, "is_success": done},
+                self.reward_of(done),
+                done,
+                self.truncated_at(elapsed),
+            )
+        steps = state.steps.copy()
+        info = {"elapsed_steps": steps, "is_success": success}
+        return info, self.reward_of(success), success.copy(), self.truncated_at(steps)
+
+    def render(self, state: BitFlipState, env: int, render_mode: str | None) -> np.ndarray | str | None:
+        if render_mode == "rgb_array":
+            return _render_rgb(state.bits[env], state.goal[env])
+        if render_mode == "ansi":
+            return _render_ansi(state.bits[env], state.goal[env], int(state.steps[env]), self._step_limit)
+        return None
 
 
 _ENV_DOC = """
@@ -441,116 +553,25 @@ def _render_ansi(state: np.ndarray, goal: np.ndarray, step: int, max_steps: int)
     return f"state {s} | goal {g} | {int((state != goal).sum())} bit(s) differ | step {step}/{max_steps}"
 
 
-class _BitFlipGoalFunctions:
-    """The env's ``compute_*`` methods: its task's pure functions. Shared by :class:`BitFlipEnv` and
-    :class:`BitFlipVectorEnv`."""
-
-    task: BitFlipTask
-
-    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
-        """0 where ``achieved_goal`` equals ``desired_goal``, else -1: float32 array of the batch shape."""
-        return self.task.compute_reward(achieved_goal, desired_goal, info)
-
-    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any = None) -> np.ndarray:
-        """True where the goal is reached: bool array of the batch shape."""
-        return self.task.compute_terminated(achieved_goal, desired_goal, info)
-
-    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """True where ``info["elapsed_steps"] >= max_steps``: bool array of the batch shape."""
-        return self.task.compute_truncated(achieved_goal, desired_goal, info)
-
-
-class BitFlipEnv(_BitFlipGoalFunctions, GoalEnv[dict[str, np.ndarray], Any]):
+class BitFlipEnv(TaskEnv):
     __doc__ = "Flip bits to match a goal bit string: the HER paper's toy task, as a GoalEnv.\n" + _ENV_DOC
 
     metadata = {"render_modes": ["rgb_array", "ansi"], "render_fps": 4}
+    _task: BitFlipTask
 
-    def __init__(
-        self,
-        n_bits: int = 10,
-        continuous: bool = False,
-        max_steps: int | None = None,
-        obs_type: ObsType = "bits",
-        channel_first: bool = True,
-        random_goal: bool = True,
-        render_mode: str | None = None,
-    ) -> None:
-        self.task = BitFlipTask(n_bits, continuous, max_steps, obs_type, channel_first, random_goal)
-        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
-        # gymnasium types spaces.Dict as Space[dict[str, Space]], not as a space of dicts of samples.
-        self.observation_space = self.task.observation_space()  # type: ignore[assignment]
-        self.action_space = self.task.action_space()
-        # A batch of one: the same arrays and functions as the vector env.
-        self._state = np.zeros((1, n_bits), np.uint8)
-        self._goal = np.ones((1, n_bits), np.uint8)
-        self._state1, self._goal1 = self._state[0], self._goal[0]
-        self._key: np.ndarray | None = None
-        self._counter = np.zeros(1, _U64)
-        self._steps = 0
+    @property
+    def task(self) -> BitFlipTask:
+        """The task: the validated arguments and the functions this env is built from."""
+        return self._task
 
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        super().reset(seed=seed, options=options)
-        if seed is not None:
-            self._key, self._counter = seed_keys(np.array([seed])), np.zeros(1, _U64)
-        elif self._key is None:  # unseeded: a key from the (entropy-seeded) np_random
-            self._key = self.np_random.integers(0, 2**63, size=1, dtype=np.int64).astype(_U64)
-        self._state, self._goal, self._counter = self.task.sample_start(self._key, self._counter)
-        self._state1, self._goal1 = self._state[0], self._goal[0]  # views: the batch of one as one env
-        if options:
-            self._apply_options(options)
-        self._steps = 0
-        obs = self._obs()
-        return obs, {
-            "elapsed_steps": 0,
-            "is_success": bool(self.compute_terminated(obs["achieved_goal"], obs["desired_goal"])),
-        }
+    __signature__ = settings_signature(BitFlipTask, trailing=(keyword("render_mode", None),))
 
-    def _apply_options(self, options: dict[str, Any]) -> None:
-        unknown = set(options) - {"state", "goal"}
-        if unknown:
-            raise ValueError(
-                f"reset options accepts the keys ['goal', 'state'], got unknown {sorted(unknown)}"
-            )
-        for key in ("state", "goal"):
-            if key in options:
-                bits = np.asarray(options[key])
-                if bits.shape != (self.task.n_bits,) or not np.isin(bits, (0, 1)).all():
-                    raise ValueError(
-                        f"options[{key!r}] must be {self.task.n_bits} bits (0/1), got {options[key]!r}"
-                    )
-                getattr(self, f"_{key}")[0] = bits
-
-    def _obs(self) -> dict[str, np.ndarray]:
-        return self.task.observe(self._state1, self._goal1)  # batch shape (): the same functions
-
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        if self._key is None:
-            raise gym.error.ResetNeeded("call reset() before step()")
-        self.task.flip(self._state1, action)
-        self._steps += 1
-        obs = self._obs()
-        ag, dg = obs["achieved_goal"], obs["desired_goal"]
-        info: dict[str, Any] = {"elapsed_steps": self._steps}
-        # The functions behind compute_*: success once, then the reward and the time limit from it and
-        # from the step counter through the same task functions compute_reward and compute_truncated
-        # use (skipping only their argument parsing, which a batch of one would pay every step).
-        terminated = bool(self.task.is_success(ag, dg))
-        info["is_success"] = terminated
-        reward = self.task.reward_of(terminated)
-        truncated = bool(self.task.truncated_at(self._steps))
-        return obs, reward, terminated, truncated, info
-
-    def render(self) -> np.ndarray | str | None:
-        if self.render_mode == "rgb_array":
-            return _render_rgb(self._state[0], self._goal[0])
-        if self.render_mode == "ansi":
-            return _render_ansi(self._state[0], self._goal[0], self._steps, self.task._step_limit)
-        return None
+    def __init__(self, *args: Any, render_mode: str | None = None, **kwargs: Any) -> None:
+        """``args``, ``kwargs``: the fields of :class:`BitFlipTask` (``n_bits``, ``continuous``, ...)."""
+        self._init_task(BitFlipTask(*args, **kwargs), render_mode)
 
 
-class BitFlipVectorEnv(_BitFlipGoalFunctions, NativeVectorEnv):
+class BitFlipVectorEnv(NativeVectorEnv):
     __doc__ = (
         "N BitFlip envs stepped with array operations (``gym.make_vec('goalenvs/BitFlip-v0', num_envs=N)``).\n"
         + _ENV_DOC
@@ -577,79 +598,25 @@ class BitFlipVectorEnv(_BitFlipGoalFunctions, NativeVectorEnv):
         "render_fps": 4,
         "autoreset_mode": AutoresetMode.NEXT_STEP,
     }
+    _task: BitFlipTask
+
+    @property
+    def task(self) -> BitFlipTask:
+        """The task: the validated arguments and the functions this env is built from."""
+        return self._task
+
+    __signature__ = settings_signature(BitFlipTask, (NUM_ENVS,), VECTOR_KEYWORDS)
 
     def __init__(
         self,
         num_envs: int = 1,
-        n_bits: int = 10,
-        continuous: bool = False,
-        max_steps: int | None = None,
-        obs_type: ObsType = "bits",
-        channel_first: bool = True,
-        random_goal: bool = True,
+        *args: Any,
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         batched_final_obs: bool = False,
+        **kwargs: Any,
     ) -> None:
+        """``args``, ``kwargs``: the fields of :class:`BitFlipTask` (``n_bits``, ``continuous``, ...)."""
         check_int("num_envs", num_envs, 1)
-        self.task = BitFlipTask(n_bits, continuous, max_steps, obs_type, channel_first, random_goal)
-        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
-        observation_space, action_space = self.task.observation_space(), self.task.action_space()
-        self._init_vector(num_envs, observation_space, action_space, autoreset_mode, batched_final_obs)
-        n = self.num_envs
-        self._state = np.zeros((n, n_bits), np.uint8)
-        self._goal = np.ones((n, n_bits), np.uint8)
-        self._keys = np.zeros(n, _U64)
-        self._counters = np.zeros(n, _U64)
-        self._steps = np.zeros(n, np.int64)
-
-    # ---- the family's part of NativeVectorEnv ------------------------------------------------------
-
-    def _seed(self, seeds: np.ndarray, envs: np.ndarray) -> None:
-        self._keys[envs] = seed_keys(seeds)
-        self._counters[envs] = 0
-
-    def _restart(self, envs: np.ndarray, options: dict[str, Any] | None) -> None:
-        if options:
-            raise ValueError(f"BitFlipVectorEnv.reset takes no options, got {sorted(options)}")
-        state, goal, self._counters[envs] = self.task.sample_start(self._keys[envs], self._counters[envs])
-        self._state[envs], self._goal[envs] = state, goal
-        self._steps[envs] = 0
-
-    def _advance(self, actions: Any, skip: np.ndarray) -> None:
-        if skip.size:  # flip every row (fixed shapes), then put back the rows that restart instead
-            before = self._state[skip].copy()
-            self.task.flip(self._state, actions)
-            self._state[skip] = before
-        else:
-            self.task.flip(self._state, actions)
-        self._steps += 1
-
-    def _observe(self) -> dict[str, np.ndarray]:
-        return self.task.observe(self._state, self._goal)
-
-    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return {
-            "is_success": self.task.is_success(obs["achieved_goal"], obs["desired_goal"]),
-            "elapsed_steps": self._steps.copy(),
-        }
-
-    def _score(
-        self, obs: dict[str, np.ndarray]
-    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-        # compute_terminated is is_success, already in the info; the reward and the time limit follow
-        # from it and from the step counts through the task functions compute_reward / _truncated use.
-        info = self._info(obs)
-        terminated = info["is_success"].copy()
-        reward = self.task.reward_of(terminated)
-        return info, reward, terminated, self.task.truncated_at(info["elapsed_steps"])
-
-    def _render(self) -> tuple[Any, ...] | None:
-        if self.render_mode == "rgb_array":
-            return tuple(_render_rgb(s, g) for s, g in zip(self._state, self._goal, strict=True))
-        if self.render_mode == "ansi":
-            return tuple(
-                _render_ansi(s, g, int(t), self.task._step_limit)
-                for s, g, t in zip(self._state, self._goal, self._steps, strict=True)
-            )
-        return None
+        task = BitFlipTask(*args, **kwargs)
+        self._init_vector(task, num_envs, render_mode, autoreset_mode, batched_final_obs)

@@ -400,7 +400,7 @@ def test_parking_step_with_a_non_finite_goal_scores_no_success_in_reward_flags_a
 ) -> None:
     env = ParkingVectorEnv(2) if vector else ParkingEnv()
     env.reset(seed=0)
-    env._batch._goal_obs[0, 0] = bad  # lot 0's desired goal
+    env._state._goal_obs[0, 0] = bad  # lot 0's desired goal
     obs, reward, terminated, _, info = env.step(np.zeros((2, 2)) if vector else np.zeros(2))
     row = 0 if vector else ()
     ag, dg = obs["achieved_goal"], obs["desired_goal"]

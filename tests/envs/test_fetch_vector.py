@@ -176,14 +176,14 @@ def test_pickled_vector_env_continues_identically(clone) -> None:
 def test_threads_and_close() -> None:
     before = threading.active_count()
     vec = FetchVectorEnv(5, "reach", num_threads=3)
-    assert vec.num_threads == 3 and vec._chunks == [(0, 2), (2, 3), (3, 5)]
+    assert vec.num_threads == 3 and vec._state.chunks == [(0, 2), (2, 3), (3, 5)]
     vec.reset(seed=0)
     vec.step(np.zeros((5, 4)))
     assert threading.active_count() >= before + 1  # the pool's threads (the caller steps a chunk too)
     vec.close()
-    assert vec._pool is None and threading.active_count() == before
+    assert vec._state.pool is None and threading.active_count() == before
     assert FetchVectorEnv(2, "reach", num_threads=8).num_threads == 2  # capped at num_envs
-    assert FetchVectorEnv(1, "reach", num_threads=None)._pool is None  # one env: no pool
+    assert FetchVectorEnv(1, "reach", num_threads=None)._state.pool is None  # one env: no pool
 
 
 @pytest.mark.parametrize(

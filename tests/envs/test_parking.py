@@ -184,7 +184,7 @@ def test_copies_continue_exactly_like_the_original(how):
 def test_goal_sampling_never_uses_the_ego_spot_and_is_uniform_over_the_rest():
     env = ParkingVectorEnv(num_envs=4000, vehicles_count=3)
     obs, _ = env.reset(seed=0)
-    b = env._batch
+    b = env._state
     goal_spot = np.argmin(np.abs(b.goal[:, None, :2] - SPOT_CENTRE[None]).sum(-1), axis=1)
     counts = np.bincount(goal_spot, minlength=28)
     # The ego at (0, 0) sits "on" spot 6 (upper row) or 20 (lower row), by its heading.

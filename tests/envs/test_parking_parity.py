@@ -31,7 +31,7 @@ def _highway(config: dict | None = None, seed: int = 0):
 
 def _copy_scene_into_highway(ours: ParkingEnv, ref) -> None:
     """Put ``ours``'s ego, goal and parked cars into highway-env's env ``ref`` (same config)."""
-    b = ours._batch
+    b = ours._state
     ref.vehicle.position = np.array([b.x[0], b.y[0]])
     ref.vehicle.heading = float(b.heading[0])
     ref.vehicle.speed = float(b.speed[0])
@@ -84,7 +84,7 @@ def test_seeded_reset_gives_highway_envs_scene(seed, vehicles_count):
     obs_o, info = env.reset(seed=seed)
     for key in obs_r:
         np.testing.assert_array_equal(obs_o[key], obs_r[key])
-    b = env._batch
+    b = env._state
     parked_r = np.array([[*v.position, v.heading] for v in ref.road.vehicles[1:]]).reshape(-1, 3)
     parked_o = np.stack(
         [b.obst_x[0, :vehicles_count], b.obst_y[0, :vehicles_count], b.obst_heading[0, :vehicles_count]], 1
@@ -152,7 +152,7 @@ def test_parked_car_crash_matches_highway():
     """Driving into a parked car (not a wall) crashes at the same step in both."""
     env = ParkingEnv(vehicles_count=10)
     env.reset(seed=1)
-    b = env._batch
+    b = env._state
     j = int(np.argmax(b.obst_y[0, :10]))  # a car in the upper row (y = 14)
     # Put the car in the aisle below it, facing it (reset options would redraw the parked cars).
     b.x[0], b.y[0], b.heading[0] = b.obst_x[0, j] + 0.5, 0.0, np.pi / 2
@@ -162,7 +162,7 @@ def test_parked_car_crash_matches_highway():
     steps = _compare_rollout(env, ref, actions)
     terminated, _, info = steps[-1]
     assert terminated and info["crashed"]
-    assert env._batch.y[0] < 12.0, "the car stopped at the parked car, not at the wall behind it"
+    assert env._state.y[0] < 12.0, "the car stopped at the parked car, not at the wall behind it"
 
 
 @needs_highway
@@ -170,7 +170,7 @@ def test_success_matches_highway():
     """Stopping on the goal ends the episode with is_success in both."""
     env = ParkingEnv()
     env.reset(seed=2)
-    gx, gy, gh = env._batch.goal[0]
+    gx, gy, gh = env._state.goal[0]
     env.reset(seed=2, options={"ego_pose": (gx, gy - 0.3, gh), "goal_pose": (gx, gy, gh)})
     ref = _highway(seed=2)
     _copy_scene_into_highway(env, ref)

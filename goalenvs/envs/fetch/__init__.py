@@ -1,10 +1,11 @@
 """Fetch Reach / Push / Slide / PickAndPlace on MuJoCo, step-for-step faithful to Gymnasium-Robotics v4.
 
 * :mod:`~goalenvs.envs.fetch.assets`: MuJoCo (with an OpenGL backend for rendering) and the MJCF files;
-* :mod:`~goalenvs.envs.fetch.task`: the task table, the validated arguments, the pure goal functions;
+* :mod:`~goalenvs.envs.fetch.task`: the task table, the settings (``FetchSettings``), the pure goal functions;
 * :mod:`~goalenvs.envs.fetch.sim`: the model, its indices and the per-env operations on an ``MjData``;
-* :mod:`~goalenvs.envs.fetch.env`: :class:`FetchEnv`, one env;
-* :mod:`~goalenvs.envs.fetch.vector`: :class:`FetchVectorEnv`, N envs on one model, stepped in threads.
+* :mod:`~goalenvs.envs.fetch.env`: :class:`FetchEnvTask`, the task over N ``MjData`` stepped in threads,
+  and :class:`FetchEnv`, its batch of one;
+* :mod:`~goalenvs.envs.fetch.vector`: :class:`FetchVectorEnv`, its batch of N.
 """
 
 # First: it chooses MuJoCo's OpenGL backend (EGL without a display) before anything imports mujoco.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -19,10 +19,10 @@ from goalenvs._util import check_bool, check_int, check_real
 __all__ = [
     "REWARD_TYPES",
     "TASKS",
+    "SETTINGS",
     "FetchSettings",
     "FetchTask",
     "fetch_reward",
-    "fetch_settings",
     "fetch_success",
     "goal_distance",
     "mat2euler",
@@ -117,92 +117,81 @@ REWARD_TYPES = ("sparse", "dense")
 
 @dataclass(frozen=True)
 class FetchSettings:
-    """Every argument of a Fetch env, validated, with the task's defaults filled in (see ``FetchEnv``)."""
+    """Every argument of a Fetch env, validated, with the task's defaults filled in: written once.
 
-    task: str
-    reward_type: str
-    distance_threshold: float
-    target_in_the_air: bool
-    target_offset: float | FloatArray
-    obj_range: float
-    target_range: float
-    gripper_extra_height: float
-    block_gripper: bool
-    n_substeps: int
-    initial_qpos: Mapping[str, Any]
-    max_steps: int | None
-    width: int
-    height: int
+    ``FetchEnv(**kwargs)``, ``FetchVectorEnv(num_envs, **kwargs)`` and the registry's ids all build
+    one of these (the envs' signatures are made from its fields, and their attributes read it); a bad
+    value fails here with a one-line error naming it. ``None`` in a task-dependent field means that
+    task's Gymnasium-Robotics v4 value (see :data:`TASKS`). See ``FetchEnv`` for what each one means.
+    """
+
+    task: str = "reach"
+    reward_type: str = "sparse"
+    _: KW_ONLY
+    distance_threshold: float = None  # type: ignore[assignment]  # None -> the task's; a float after
+    target_in_the_air: bool = None  # type: ignore[assignment]
+    target_offset: float | FloatArray = None  # type: ignore[assignment]
+    obj_range: float = None  # type: ignore[assignment]
+    target_range: float = None  # type: ignore[assignment]
+    gripper_extra_height: float = None  # type: ignore[assignment]
+    block_gripper: bool = None  # type: ignore[assignment]
+    n_substeps: int = None  # type: ignore[assignment]
+    initial_qpos: Mapping[str, Any] = None  # type: ignore[assignment]
+    max_steps: int | None = 50
+    width: int = DEFAULT_SIZE
+    height: int = DEFAULT_SIZE
+
+    def __post_init__(self) -> None:
+        task = self.task
+        if task not in TASKS:
+            raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
+        if self.reward_type not in REWARD_TYPES:
+            raise ValueError(f"reward_type must be one of {list(REWARD_TYPES)}, got {self.reward_type!r}")
+        spec = TASKS[task]
+
+        def pick(name: str) -> Any:
+            value = getattr(self, name)
+            return getattr(spec, name) if value is None else value
+
+        obj = check_real("obj_range", pick("obj_range"), 0.0)
+        if spec.has_object and obj < MIN_OBJECT_GRIPPER_DIST:
+            # The start position is redrawn until it is >= 0.1 m from the gripper: below 0.1 that loop
+            # needs ever more draws, and below 0.1/sqrt(2) it never ends.
+            raise ValueError(
+                f"obj_range must be >= {MIN_OBJECT_GRIPPER_DIST} for task {task!r} (the object starts at "
+                f"least {MIN_OBJECT_GRIPPER_DIST} m from the gripper), got {self.obj_range!r}"
+            )
+        qpos = pick("initial_qpos")
+        if not isinstance(qpos, Mapping):
+            raise TypeError(
+                f"initial_qpos must be a dict of joint name -> value(s), got {type(qpos).__name__}"
+            )
+        checked = {
+            "width": check_int("width", self.width, 1),
+            "height": check_int("height", self.height, 1),
+            "distance_threshold": check_real(
+                "distance_threshold", pick("distance_threshold"), 0.0, strict=True
+            ),
+            "target_in_the_air": check_bool("target_in_the_air", pick("target_in_the_air")),
+            "target_offset": _check_offset(pick("target_offset")),
+            "obj_range": obj,
+            "target_range": check_real("target_range", pick("target_range"), 0.0),
+            "gripper_extra_height": check_real("gripper_extra_height", pick("gripper_extra_height")),
+            "block_gripper": check_bool("block_gripper", pick("block_gripper")),
+            "n_substeps": check_int("n_substeps", pick("n_substeps"), 1),
+            "initial_qpos": qpos,
+            "max_steps": None if self.max_steps is None else check_int("max_steps", self.max_steps, 1),
+        }
+        for name, value in checked.items():  # a frozen dataclass: set through object.__setattr__
+            object.__setattr__(self, name, value)
 
     @property
     def has_object(self) -> bool:
         return TASKS[self.task].has_object
 
 
-def fetch_settings(
-    task: str = "reach",
-    reward_type: str = "sparse",
-    *,
-    distance_threshold: float | None = None,
-    target_in_the_air: bool | None = None,
-    target_offset: float | Any | None = None,
-    obj_range: float | None = None,
-    target_range: float | None = None,
-    gripper_extra_height: float | None = None,
-    block_gripper: bool | None = None,
-    n_substeps: int | None = None,
-    initial_qpos: Mapping[str, Any] | None = None,
-    max_steps: int | None = 50,
-    width: int = DEFAULT_SIZE,
-    height: int = DEFAULT_SIZE,
-) -> FetchSettings:
-    """The arguments of ``FetchEnv`` checked (a one-line error naming the bad one), ``None`` -> the task's value."""
-    if task not in TASKS:
-        raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
-    if reward_type not in REWARD_TYPES:
-        raise ValueError(f"reward_type must be one of {list(REWARD_TYPES)}, got {reward_type!r}")
-    size = (check_int("width", width, 1), check_int("height", height, 1))
-    spec = TASKS[task]
-
-    def pick(value: Any, default: Any) -> Any:
-        return default if value is None else value
-
-    threshold = check_real(
-        "distance_threshold", pick(distance_threshold, spec.distance_threshold), 0.0, strict=True
-    )
-    in_the_air = check_bool("target_in_the_air", pick(target_in_the_air, spec.target_in_the_air))
-    offset = _check_offset(pick(target_offset, spec.target_offset))
-    obj = check_real("obj_range", pick(obj_range, spec.obj_range), 0.0)
-    if spec.has_object and obj < MIN_OBJECT_GRIPPER_DIST:
-        # The start position is redrawn until it is >= 0.1 m from the gripper: below 0.1 that loop
-        # needs ever more draws, and below 0.1/sqrt(2) it never ends.
-        raise ValueError(
-            f"obj_range must be >= {MIN_OBJECT_GRIPPER_DIST} for task {task!r} (the object starts at "
-            f"least {MIN_OBJECT_GRIPPER_DIST} m from the gripper), got {obj_range!r}"
-        )
-    target = check_real("target_range", pick(target_range, spec.target_range), 0.0)
-    extra_height = check_real("gripper_extra_height", pick(gripper_extra_height, spec.gripper_extra_height))
-    blocked = check_bool("block_gripper", pick(block_gripper, spec.block_gripper))
-    substeps = check_int("n_substeps", pick(n_substeps, spec.n_substeps), 1)
-    qpos = pick(initial_qpos, spec.initial_qpos)
-    if not isinstance(qpos, Mapping):
-        raise TypeError(f"initial_qpos must be a dict of joint name -> value(s), got {type(qpos).__name__}")
-    return FetchSettings(
-        task=task,
-        reward_type=reward_type,
-        distance_threshold=threshold,
-        target_in_the_air=in_the_air,
-        target_offset=offset,
-        obj_range=obj,
-        target_range=target,
-        gripper_extra_height=extra_height,
-        block_gripper=blocked,
-        n_substeps=substeps,
-        initial_qpos=qpos,
-        max_steps=None if max_steps is None else check_int("max_steps", max_steps, 1),
-        width=size[0],
-        height=size[1],
-    )
+#: The names of FetchSettings' fields: the Fetch envs' keyword arguments (and attributes).
+SETTINGS = tuple(f.name for f in fields(FetchSettings))
 
 
 def _check_offset(value: Any) -> float | FloatArray:

@@ -1,11 +1,10 @@
-"""The parking envs: :class:`ParkingEnv` (one lot) and :class:`ParkingVectorEnv` (N lots), and the
-task's functions of goals and infos behind their ``compute_reward`` / ``compute_terminated`` /
-``compute_truncated``.
+"""The parking task, :class:`ParkingTask`, and its two envs: :class:`ParkingEnv` (its batch of one
+lot) and :class:`ParkingVectorEnv` (its batch of N lots).
 
 Each formula of the task (the goal term, the reward, success, termination, truncation) is written
-once, as a small function of arrays below; ``compute_*`` and both envs' ``step`` call those same
-functions, so a step's reward and flags are the ``compute_*`` answers on its own observation and info
-by construction.
+once, as a small function of arrays below; ``compute_*`` and the task's ``score`` (which both envs'
+``step`` return) call those same functions, so a step's reward and flags are the ``compute_*``
+answers on its own observation and info by construction.
 """
 
 from __future__ import annotations
@@ -15,20 +14,20 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 
-from goalenvs._util import check_render_mode
-from goalenvs.core import NO_INFO_CAUSE, GoalEnv, info_values_or_default
+from goalenvs.core import NO_INFO_CAUSE, info_values_or_default
 from goalenvs.envs._checks import check_finite_action
 from goalenvs.envs.parking.config import ParkingConfig
 from goalenvs.envs.parking.lot import MAX_SPEED, OBS_SCALES, POSE_LIMIT
 from goalenvs.envs.parking.render import IMAGE_SIZE, RENDER_MODES, background_frame, render_frame
 from goalenvs.envs.parking.sim import ParkingBatch
+from goalenvs.task import Task, TaskEnv, seed_generators
 from goalenvs.vector import NativeVectorEnv
 
 __all__ = [
     "ParkingEnv",
+    "ParkingTask",
     "ParkingVectorEnv",
     "compute_reward",
     "compute_terminated",
@@ -154,14 +153,27 @@ def compute_truncated(achieved_goal: Any, desired_goal: Any, info: Any, *, durat
     return np.asarray(_truncated(_info_values_fast(info, "time", batch_shape, -np.inf, _NO_TIME), duration))
 
 
-class _ParkingGoalFunctions:
-    """The three task functions, bound to an env's settings (``config`` and ``_weights``); pure: they
-    read no state. Shared by :class:`ParkingEnv` and :class:`ParkingVectorEnv`."""
+class ParkingTask(Task):
+    """The parking task of a :class:`ParkingConfig`: the functions both envs are built from.
 
-    config: ParkingConfig
-    _weights: np.ndarray
-    #: compute_reward adds ``collision_reward`` where ``info["crashed"]``: buffers keep that entry.
-    reward_info_keys: tuple[str, ...] = ("crashed",)
+    The state of ``n`` lots is a :class:`ParkingBatch` (each lot's random generator in its ``rngs``).
+    """
+
+    def __init__(self, config: ParkingConfig) -> None:
+        self.config = config
+        self._weights = config.reward_weights
+        self._spaces = _spaces(config)
+        self._background: np.ndarray | None = None  # the lot without cars, drawn at the first render
+
+    @property
+    def observation_space(self) -> spaces.Dict:
+        return self._spaces[0]
+
+    @property
+    def action_space(self) -> spaces.Box:
+        return self._spaces[1]
+
+    # ---- the goal functions: the formulas on (achieved_goal, desired_goal, info) -----------------
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any, p: float = 0.5) -> np.ndarray:
         """``-(|achieved - desired| . reward_weights) ** p + collision_reward * info["crashed"]``.
@@ -171,12 +183,13 @@ class _ParkingGoalFunctions:
         does not depend on the goal, so it is kept when a transition is relabelled with another goal.
         An info without ``"crashed"`` scores the goal term alone and warns once (the penalty is lost).
         """
+        c = self.config
         return compute_reward(
             achieved_goal,
             desired_goal,
             info,
             reward_weights=self._weights,
-            collision_reward=self.config.collision_reward,
+            collision_reward=c.collision_reward,
             p=p,
         )
 
@@ -193,6 +206,78 @@ class _ParkingGoalFunctions:
     def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
         """``info["time"] >= duration`` (False, with a warning once, where an info has no ``"time"``)."""
         return compute_truncated(achieved_goal, desired_goal, info, duration=self.config.duration)
+
+    # ---- the task's part of the two envs ---------------------------------------------------------
+
+    def new_state(self, n: int) -> ParkingBatch:
+        return ParkingBatch(self.config, n)
+
+    def seed(self, state: ParkingBatch, seeds: np.ndarray, envs: np.ndarray) -> None:
+        seed_generators(state.rngs, seeds, envs)
+
+    def reset(
+        self, state: ParkingBatch, envs: np.ndarray, options: dict[str, Any] | None, single: bool
+    ) -> None:
+        state.reset([state.rngs[i] for i in envs.tolist()], envs, options)
+
+    def step(self, state: ParkingBatch, actions: Any, skip: np.ndarray, single: bool) -> None:
+        actions = np.asarray(actions)
+        if single:
+            if actions.shape != (2,):
+                raise ValueError(
+                    f"action must have shape (2,) ([acceleration, steering]), got {actions.shape}"
+                )
+            check_finite_action("action", actions, _ACTION)
+            state.simulate(actions[None])
+            return
+        if actions.shape != (state.n, 2):
+            raise ValueError(
+                f"actions must have shape ({state.n}, 2) ([acceleration, steering] per env), got {actions.shape}"
+            )
+        check_finite_action("actions", actions, _ACTION)
+        # Every lot is simulated (fixed shapes, no gather/scatter); the lots in skip (ended last step,
+        # NEXT_STEP) are then overwritten by a fresh scene, so they skip the collision tests.
+        state.simulate(actions, skip=skip)
+
+    def observe(self, state: ParkingBatch, single: bool) -> dict[str, np.ndarray]:
+        obs = state.observe()
+        return {key: value[0] for key, value in obs.items()} if single else obs
+
+    def score(self, state: ParkingBatch, obs: dict[str, np.ndarray], single: bool) -> Any:
+        # The compute_* formulas on (obs, info), the goal term (the costliest of them, shared by
+        # success and the reward) computed once.
+        c = self.config
+        goal = goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights)
+        success = _success(goal, c.success_goal_reward)
+        if single:  # lot 0, as the single env reports it: Python scalars
+            info: dict[str, Any] = {
+                "speed": state.speed.item(),
+                "crashed": state.crashed.item(),
+                "is_success": bool(success),
+                "time": state.time.item(),
+            }
+        else:
+            info = {
+                "speed": state.speed.copy(),
+                "crashed": state.crashed.copy(),
+                "is_success": success,
+                "time": state.time.copy(),
+            }
+        reward = _reward(goal, info["crashed"], c.collision_reward)
+        terminated = _terminated(info["is_success"], info["crashed"])
+        truncated = _truncated(info["time"], c.duration)
+        return info, float(reward) if single else reward, terminated, truncated
+
+    def render(self, state: ParkingBatch, env: int, render_mode: str | None) -> np.ndarray | None:
+        """Lot ``env``'s top view (``IMAGE_SIZE`` RGB), whatever the render mode; None without one."""
+        if render_mode is None:
+            gym.logger.warn(
+                'render() called without a render_mode; make the env with render_mode="rgb_array"'
+            )
+            return None
+        if self._background is None:
+            self._background = background_frame(self.config.add_walls)
+        return render_frame(state, env, self._background)
 
 
 # ---- the envs ---------------------------------------------------------------------------------------
@@ -212,11 +297,7 @@ def _spaces(config: ParkingConfig) -> tuple[spaces.Dict, spaces.Box]:
     return obs_space, spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
 
 
-def _warn_no_render_mode() -> None:
-    gym.logger.warn('render() called without a render_mode; make the env with render_mode="rgb_array"')
-
-
-class ParkingEnv(_ParkingGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarray]):
+class ParkingEnv(TaskEnv):
     """Park a car in a given spot of a parking lot: highway-env's ``parking-v0``.
 
     ## Description
@@ -297,71 +378,32 @@ class ParkingEnv(_ParkingGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarra
     """
 
     metadata = {"render_modes": RENDER_MODES, "render_fps": 5}
+    reward_info_keys = ("crashed",)
+    _task: ParkingTask
 
     def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
-        self.render_mode = check_render_mode(render_mode, RENDER_MODES)
-        self.config = ParkingConfig(**kwargs)
+        self._init_task(ParkingTask(ParkingConfig(**kwargs)), render_mode)
+        self.config = self._task.config
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
-        observation_space, self.action_space = _spaces(self.config)
-        # spaces.Dict is a Space[dict[str, Any]]; the env's observations are dicts of arrays.
-        self.observation_space = observation_space  # type: ignore[assignment]
-        self._batch = ParkingBatch(self.config, 1)
-        self._weights = self.config.reward_weights
-        self._background: np.ndarray | None = None
         self._window: Any = None
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        super().reset(seed=seed, options=options)
-        self._batch.reset([self.np_random], None, options)
-        obs = self._observation()
-        _, info = self._scored(obs)
+        out = super().reset(seed=seed, options=options)
         if self.render_mode == "human":
             self.render()
-        return obs, info
-
-    def _observation(self) -> dict[str, np.ndarray]:
-        obs = self._batch.observe()
-        return {key: value[0] for key, value in obs.items()}
-
-    def _scored(self, obs: dict[str, np.ndarray]) -> tuple[Any, dict[str, Any]]:
-        """The goal term of ``obs`` and the step's info (its ``is_success`` from that term)."""
-        b = self._batch
-        goal = goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights)
-        info = {
-            "speed": float(b.speed[0]),
-            "crashed": bool(b.crashed[0]),
-            "is_success": bool(_success(goal, self.config.success_goal_reward)),
-            "time": float(b.time[0]),
-        }
-        return goal, info
+        return out
 
     def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
-        action = np.asarray(action)
-        if action.shape != (2,):
-            raise ValueError(f"action must have shape (2,) ([acceleration, steering]), got {action.shape}")
-        check_finite_action("action", action, _ACTION)
-        self._batch.simulate(action[None])
-        obs = self._observation()
-        # The compute_* formulas on (obs, info), with the goal term they share computed once.
-        goal, info = self._scored(obs)
-        c = self.config
-        reward = float(_reward(goal, info["crashed"], c.collision_reward))
-        terminated = _terminated(info["is_success"], info["crashed"])
-        truncated = _truncated(info["time"], c.duration)
+        out = super().step(action)
         if self.render_mode == "human":
             self.render()
-        return obs, reward, terminated, truncated, info
+        return out
 
     def render(self) -> np.ndarray | None:
-        if self.render_mode is None:
-            _warn_no_render_mode()
-            return None
-        if self._background is None:
-            self._background = background_frame(self.config.add_walls)
-        frame = render_frame(self._batch, 0, self._background)
-        if self.render_mode == "rgb_array":
+        frame = super().render()
+        if self.render_mode != "human":
             return frame
         self._show(frame)
         return None
@@ -383,9 +425,10 @@ class ParkingEnv(_ParkingGoalFunctions, GoalEnv[dict[str, np.ndarray], np.ndarra
 
             pygame.display.quit()
             self._window = None
+        super().close()
 
 
-class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
+class ParkingVectorEnv(NativeVectorEnv):
     """``num_envs`` parking lots stepped as one batch (see :class:`ParkingEnv` for the task).
 
     ``gym.make_vec("goalenvs/Parking-v0", num_envs=N, **kwargs)``: ParkingEnv's arguments, plus
@@ -409,6 +452,8 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 5, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    reward_info_keys = ("crashed",)
+    _task: ParkingTask
 
     def __init__(
         self,
@@ -418,71 +463,16 @@ class ParkingVectorEnv(_ParkingGoalFunctions, NativeVectorEnv):
         batched_final_obs: bool = False,
         **kwargs: Any,
     ) -> None:
-        self.render_mode = check_render_mode(render_mode, self.metadata["render_modes"])
-        self.config = ParkingConfig(**kwargs)
-        self._init_vector(num_envs, *_spaces(self.config), autoreset_mode, batched_final_obs)
+        task = ParkingTask(ParkingConfig(**kwargs))
+        self._init_vector(task, num_envs, render_mode, autoreset_mode, batched_final_obs)
+        self.config = task.config
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
-        self._batch = ParkingBatch(self.config, self.num_envs)
-        self._weights = self.config.reward_weights
-        # Lot i's generator: the one a single env seeded with lot i's seed draws from.
-        self._rngs: list[Any] = [None] * self.num_envs
-        self._background: np.ndarray | None = None
 
-    # ---- the family's part of NativeVectorEnv ------------------------------------------------------
+    @property
+    def _rngs(self) -> list[Any]:
+        """Each env's random generator (examples/her_ddpg.py checkpoints and restores them)."""
+        return self._state.rngs
 
-    def _seed(self, seeds: np.ndarray, envs: np.ndarray) -> None:
-        for i, seed in zip(envs.tolist(), seeds.tolist(), strict=True):
-            self._rngs[i] = seeding.np_random(seed)[0]
-
-    def _restart(self, envs: np.ndarray, options: dict[str, Any] | None) -> None:
-        self._batch.reset([self._rngs[i] for i in envs.tolist()], envs, options)
-
-    def _advance(self, actions: Any, skip: np.ndarray) -> None:
-        actions = np.asarray(actions)
-        if actions.shape != (self.num_envs, 2):
-            raise ValueError(
-                f"actions must have shape ({self.num_envs}, 2) ([acceleration, steering] per env), "
-                f"got {actions.shape}"
-            )
-        check_finite_action("actions", actions, _ACTION)
-        # Every lot is simulated (fixed shapes, no gather/scatter); the lots in skip (ended last step,
-        # NEXT_STEP) are then overwritten by a fresh scene, so they skip the collision tests.
-        self._batch.simulate(actions, skip=skip)
-
-    def _observe(self) -> dict[str, np.ndarray]:
-        return self._batch.observe()
-
-    def _info(self, obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        return self._info_for(goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights))
-
-    def _info_for(self, goal: np.ndarray) -> dict[str, np.ndarray]:
-        """The batch info, given the goal term of the current observation."""
-        b = self._batch
-        return {
-            "speed": b.speed.copy(),
-            "crashed": b.crashed.copy(),
-            "is_success": _success(goal, self.config.success_goal_reward),
-            "time": b.time.copy(),
-        }
-
-    def _score(
-        self, obs: dict[str, np.ndarray]
-    ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
-        # The compute_* formulas on (obs, info), the goal term (the costliest of them, shared by
-        # success and the reward) computed once.
-        goal = goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights)
-        info, c = self._info_for(goal), self.config
-        return (
-            info,
-            _reward(goal, info["crashed"], c.collision_reward),
-            _terminated(info["is_success"], info["crashed"]),
-            _truncated(info["time"], c.duration),
-        )
-
-    def _render(self) -> tuple[np.ndarray, ...] | None:
-        if self.render_mode is None:
-            _warn_no_render_mode()
-            return None
-        if self._background is None:
-            self._background = background_frame(self.config.add_walls)
-        return tuple(render_frame(self._batch, i, self._background) for i in range(self.num_envs))
+    @_rngs.setter
+    def _rngs(self, rngs: list[Any]) -> None:
+        self._state.rngs = list(rngs)

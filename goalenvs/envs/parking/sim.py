@@ -106,6 +106,8 @@ class ParkingBatch:
         self.impact = np.zeros((2, n))  # the pending push (x and y rows), where has_impact
         self.has_impact = np.zeros(n, dtype=bool)
         self.time = np.zeros(n)
+        # Lot i's random generator (set by seeding: the one a single env seeded like lot i draws from).
+        self.rngs: list[Any] = [None] * n
         self.goal = np.zeros((n, 3))
         self.parked_spots = np.zeros((n, v), dtype=np.intp)
         # Obstacle poses (n, k); the parked cars' columns are filled at reset. x, y and the heading's
