@@ -83,6 +83,12 @@ class _EnvMethod:
         return self.env.env_method(self.name, achieved_goal, desired_goal, infos, indices=[0])[0]
 
 
+def _sb3_strategy(strategy: GoalSelectionStrategy | str) -> _SB3Strategy | str:
+    """stable-baselines3's enum member of a built-in strategy (as its own buffer holds), else the
+    registered strategy's name (its enum has no member for it)."""
+    return _SB3Strategy[strategy.name] if isinstance(strategy, GoalSelectionStrategy) else strategy
+
+
 class HerReplayBuffer(_SB3HerReplayBuffer):
     """Hindsight Experience Replay buffer for stable-baselines3's off-policy algorithms.
 
@@ -170,12 +176,12 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             copy_info_dict=copy_info_dict,
             recompute_terminated=recompute_terminated,
             seed=seed,
-            borrow_arrays=True,
             pickle_functions=explicit_functions,
             check_finite=check_finite,
         )
-        # stable-baselines3's enum, as its own buffer has (the storage holds her's).
-        self.goal_selection_strategy = _SB3Strategy[self._storage.goal_selection_strategy.name]
+        # stable-baselines3's enum member (its attribute's type), or a registered strategy's name.
+        strategy = _sb3_strategy(self._storage.goal_selection_strategy)
+        self.goal_selection_strategy = strategy  # type: ignore[assignment]
         self.her_ratio = self._storage.her_ratio
         self.env = None
         if env is not None:
@@ -230,8 +236,6 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.env = None
-        # Buffers pickled before the attribute held stable-baselines3's enum held her's.
-        self.goal_selection_strategy = _SB3Strategy[self.goal_selection_strategy.name]
 
     def set_env(self, env: VecEnv) -> None:
         """Attach the env after unpickling (and resolve its ``compute_reward`` again).
@@ -409,9 +413,6 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
-        # stable-baselines3 hands over fresh arrays every step and never touches them again (the
-        # VecEnv copies its observations, `_store_transition` deep-copies next_obs), so the storage
-        # borrows them instead of copying; shapes are normalised when the staged block is written.
         if self.n_envs == 1:
             # One env: Python scalars are much cheaper than one-element array operations.
             ended = bool(done[0])
