@@ -164,6 +164,9 @@ class GoalEnv(gym.Env[ObsT, ActT], Generic[ObsT, ActT]):
     reward, terminated and truncated flags by calling them, so they cannot drift apart.
     """
 
+    #: The info keys ``compute_reward`` reads (a replay buffer stores them for relabelling).
+    reward_info_keys: tuple[str, ...] = ()
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsT, dict[str, Any]]:

@@ -14,8 +14,11 @@ parent's storage is built or used. What differs from stable-baselines3's buffer:
   ``copy_info_dict=True``; sampling is O(batch), not O(buffer);
 * relabelled rewards come from the env's ``compute_reward`` resolved once into a function of this
   process (see :mod:`her.envfns`), also behind a ``SubprocVecEnv``;
-* the ``infos`` argument of ``compute_reward`` is ``None`` unless ``copy_info_dict=True`` (then the
-  object array of the stored info dicts, which ``compute_reward`` must not modify);
+* the ``infos`` argument of ``compute_reward``: the info entries the env declares in
+  ``reward_info_keys`` (or ``info_keys=``), stored as columns and passed as a dict of arrays
+  ``{key: (B, ...)}`` (Parking's crash flag: relabelled crashes keep their penalty by default);
+  with ``copy_info_dict=True`` the object array of the stored info dicts (slow; for envs that read
+  their info without declaring it); else ``None``;
 * randomness from the buffer's own ``np.random.Generator`` (``seed``; by default seeded once from
   NumPy's global state, so an algorithm's ``seed=`` still makes runs reproducible);
 * extra keyword-only options: ``recompute_terminated`` (relabelled ``done`` from the env's
@@ -54,7 +57,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as _SB3Strategy
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as _SB3HerReplayBuffer
 
-from her.envfns import IDS_IN_WORKERS, resolve_env_function_or_reason
+from her.envfns import IDS_IN_WORKERS, resolve_env_attribute, resolve_env_function_or_reason
 from her.storage import GoalFn, HerStorage
 from her.strategies import GoalSelectionStrategy
 
@@ -105,6 +108,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         seed: seed of the buffer's generator; ``None`` draws one from NumPy's global state.
         check_finite: refuse NaN or infinite observations, actions and rewards in ``add`` (default
             ``True``; see :class:`her.HerStorage`).
+        info_keys: the info keys ``compute_reward`` reads, stored for relabelling; by default the
+            env's ``reward_info_keys`` (none when it declares none, or with ``copy_info_dict``).
     """
 
     def __init__(
@@ -126,6 +131,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         compute_terminated: GoalFn | None = None,
         seed: int | None = None,
         check_finite: bool = True,
+        info_keys: Any = None,
     ) -> None:
         # The parent constructors are not called on purpose: they would allocate the storage we
         # replace (including one info dict per transition). We set the attributes SB3 code reads.
@@ -165,6 +171,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         explicit_functions = compute_reward is not None and (
             not recompute_terminated or compute_terminated is not None
         )
+        if info_keys is None and env is not None and not copy_info_dict:
+            info_keys = resolve_env_attribute(env, "reward_info_keys") or None
         self._storage = HerStorage(
             buffer_size,
             fields,
@@ -174,6 +182,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             n_sampled_goal=n_sampled_goal,
             goal_selection_strategy=goal_selection_strategy,
             copy_info_dict=copy_info_dict,
+            info_keys=info_keys,
             recompute_terminated=recompute_terminated,
             seed=seed,
             pickle_functions=explicit_functions,

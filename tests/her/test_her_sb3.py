@@ -474,6 +474,42 @@ def test_stable_baselines3_strategy_enum_is_accepted():
     assert buffer.storage.goal_selection_strategy is GoalSelectionStrategy.FINAL
 
 
+def test_a_registered_strategy_trains_with_stable_baselines3():
+    from her import register_strategy
+
+    # The episode's second half only: offsets from the later of t and the middle step.
+    def second_half(steps, remaining, uniforms):
+        lengths = steps + remaining
+        first = np.maximum(steps, lengths // 2)
+        return (
+            first - steps + np.minimum((uniforms * (lengths - first)).astype(np.int64), lengths - first - 1)
+        )
+
+    register_strategy("second_half", second_half)
+    env = bitflip_env(1)
+    kwargs = dict(goal_selection_strategy="second_half", n_sampled_goal=4, seed=0)
+    model = DQN(
+        "MultiInputPolicy",
+        env,
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs=kwargs,
+        learning_starts=40,
+        batch_size=32,
+        buffer_size=1000,
+        policy_kwargs=dict(net_arch=[16]),
+        seed=0,
+    )
+    model.learn(80)
+    assert model.replay_buffer.goal_selection_strategy == "second_half"
+    assert len(model.replay_buffer.sample(32).observations["desired_goal"]) == 32
+    with pytest.raises(
+        ValueError, match=r"^unknown goal_selection_strategy 'secondhalf'; accepted values: \["
+    ):
+        HerReplayBuffer(
+            100, env.observation_space, env.action_space, env, goal_selection_strategy="secondhalf"
+        )
+
+
 def test_import_her_is_light():
     code = "import sys, her; print('torch' in sys.modules, 'stable_baselines3' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=".")

@@ -160,6 +160,7 @@ class _ParkingGoalFunctions:
 
     config: ParkingConfig
     _weights: np.ndarray
+    reward_info_keys: tuple[str, ...] = ("crashed",)
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any, p: float = 0.5) -> np.ndarray:
         """``-(|achieved - desired| . reward_weights) ** p + collision_reward * info["crashed"]``.
