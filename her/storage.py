@@ -161,6 +161,10 @@ class HerStorage:
         self._keys = tuple(self.obs_specs)
         self._accepted: set[tuple[Any, ...]] = set()  # step signatures add() has accepted
         self._getters()
+        shape, dtype = self.obs_specs["achieved_goal"]
+        self._goal_bytes = np.dtype((np.void, dtype.itemsize * int(np.prod(shape, dtype=np.int64))))
+        self._goal_offset = self.record.fields["obs:achieved_goal"][1]  # type: ignore[index]  # structured
+        self._row_stride = (self.record.itemsize,)
         self._fields = (*self.obs_names.values(), "action", "reward", "terminated", "truncated")
         self.steps_per_env = max(capacity // self.n_envs, 1)
         self._warn_if_beyond_memory()
@@ -272,16 +276,18 @@ class HerStorage:
         self._ep_length = np.zeros(_INITIAL_EPISODES, np.int64)
         self._ep_env = np.zeros(_INITIAL_EPISODES, np.int64)
         self._finals = np.zeros(_INITIAL_EPISODES, self.record)
-        # Per env: the sampleable window (first row, rows), the unfinished episode's length so far
-        # (beyond T when it outgrew the ring), the longest outgrown episode, and the next observation
-        # of the latest step (the final observation if the episode is cut there).
+        # Per env: the sampleable window (first row, rows), the step count at which the unfinished
+        # episode began (its length is `_steps - _begin`, beyond T when it outgrew the ring), the
+        # longest outgrown episode, and the next observation of the latest step (the final
+        # observation if the episode is cut there). Counts, not lengths: an add updates no array.
         self._window_start = np.zeros(n, np.int64)
         self._valid = np.zeros(n, np.int64)
-        self._current_len = np.zeros(n, np.int64)
+        self._steps = 0  # steps written per env
+        self._begin = np.zeros(n, np.int64)
+        self._earliest = 0  # min(_begin)
         self._outgrown = np.zeros(n, np.int64)
         self._pending = np.zeros(n, self.record)
         self._until_drop = T  # rows that can be written before one holds the first row of a window
-        self._longest = 0  # the longest unfinished episode so far
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -318,7 +324,7 @@ class HerStorage:
     def nbytes(self) -> int:
         """Bytes of all arrays the storage holds (info dicts, when kept, not included)."""
         arrays = [self._rows, self._ep_start, self._ep_length, self._ep_env, self._finals, self._pending]
-        arrays += [self._window_start, self._valid, self._current_len, self._outgrown]
+        arrays += [self._window_start, self._valid, self._begin, self._outgrown]
         arrays += [] if self._infos is None else [self._infos]
         arrays += [] if self._info_columns is None else list(self._info_columns.values())
         return sum(a.nbytes for a in arrays)
@@ -326,7 +332,7 @@ class HerStorage:
     @property
     def current_episode_lengths(self) -> np.ndarray:
         """``(n_envs,)``: steps stored of each env's unfinished episode (0 where none is under way)."""
-        return _readonly(np.minimum(self._current_len, self.steps_per_env))
+        return _readonly(np.minimum(self._steps - self._begin, self.steps_per_env))
 
     @property
     def current_episode_starts(self) -> np.ndarray:
@@ -618,14 +624,13 @@ class HerStorage:
         for key, field in self.obs_names.items():
             self._pending[field] = nxt[key][-n:]
         if done is False:
-            self._current_len += m
-            self._longest += m
             self._until_drop -= m
         else:
             shaped = {key: value.reshape(m, n, *value.shape[1:]) for key, value in nxt.items()}
             self._end_episodes(np.reshape(done, (m, n)), shaped)
-        if self._longest > T:
-            self._warn_outgrown(self._current_len > T, self._current_len)
+        self._steps += m
+        if self._steps - self._earliest > T:
+            self._warn_outgrown(self._steps - self._begin > T, self._steps - self._begin)
         self.full = self.full or p + m >= T
         self.pos = (p + m) % T
         if m > self._until_drop or done is not False:
@@ -639,7 +644,6 @@ class HerStorage:
             if live.any()
             else self.steps_per_env
         )
-        self._longest = int(self._current_len.max())
 
     def _drop_overwritten(self, p: int, m: int) -> None:
         """Drop the episodes whose first row is among the ``m`` rows written from row ``p``.
@@ -660,17 +664,15 @@ class HerStorage:
 
     def _end_episodes(self, done: np.ndarray, nxt: dict[str, np.ndarray]) -> None:
         """Book the episodes that end in a block just written from ``pos``, in time order."""
-        m = len(done)
-        since = np.zeros(self.n_envs, np.int64)  # block step where each env's latest episode began
+        m, first_step = len(done), self._steps  # the block's first step
         for step, env in zip(*np.nonzero(done), strict=True):  # row-major: time order, ids grow with time
-            length = int(self._current_len[env] + step + 1 - since[env])
-            since[env], self._current_len[env] = step + 1, 0
+            length = int(first_step + step + 1 - self._begin[env])
+            self._begin[env] = first_step + step + 1
             # An episode begun before the block whose first row the block overwrote after its end.
             gone = step + 1 < length and (step + 1 - length) % self.steps_per_env < m
             final = {key: value[step, env] for key, value in nxt.items()}
             self._book_end(env, self.pos + step, length, final, sampleable=not gone)
-        self._current_len = np.where(done.any(axis=0), m - since, self._current_len + m)
-        self._longest = int(self._current_len.max())
+        self._earliest = int(self._begin.min())
 
     def _book_end(
         self, env: int, last_row: int, length: int, final: Mapping[str, np.ndarray], sampleable: bool = True
@@ -733,7 +735,7 @@ class HerStorage:
         episode can be sampled and relabelled. Used after loading a buffer saved mid-episode when
         the next steps will not continue that episode. Returns the indices of the envs that were cut.
         """
-        envs = np.flatnonzero(self._current_len > 0)
+        envs = np.flatnonzero(self._begin < self._steps)
         if self.check_finite:
             for key, field in self.obs_names.items():
                 values = self._pending[field][envs]
@@ -751,8 +753,9 @@ class HerStorage:
         for env in envs.tolist():
             rows["truncated"][env] = not rows["terminated"][env]
             final = {key: self._pending[field][env] for key, field in self.obs_names.items()}
-            self._book_end(env, last, int(self._current_len[env]), final)
-            self._current_len[env] = 0
+            self._book_end(env, last, int(self._steps - self._begin[env]), final)
+            self._begin[env] = self._steps
+        self._earliest = int(self._begin.min())
         self._set_until_drop()
         return envs
 
@@ -800,9 +803,13 @@ class HerStorage:
         # Uniform over all sampleable transitions, like stable-baselines3, without listing them: a
         # draw in [0, total) names an env (by cumulative window sizes) and an offset in its window.
         draws = np.minimum((uniforms[:batch_size] * total).astype(np.int64), total - 1)
-        envs = np.searchsorted(window_ends, draws, side="right")
-        rows = (self._window_start[envs] + draws - (window_ends[envs] - self._valid[envs])) % T
-        flat = rows * n + envs
+        if n == 1:  # one window (one env): fewer array operations, 25% of sample(256)
+            envs: Any = 0
+            rows = flat = (draws + self._window_start[0]) % T
+        else:
+            envs = np.searchsorted(window_ends, draws, side="right")
+            rows = (self._window_start[envs] + draws - (window_ends[envs] - self._valid[envs])) % T
+            flat = rows * n + envs
         raw = self._rows.view((np.void, self.record.itemsize))  # whole records, one memcpy each
         records = raw[flat].view(self.record)
         slot = records["episode"] % len(self._ep_length)
@@ -844,7 +851,15 @@ class HerStorage:
         # The goal is the next achieved goal of step t + delta: the achieved goal of the row after it
         # (wrapping around the ring's end), or for the episode's last step, the final observation's.
         goal_field = self.obs_names["achieved_goal"]
-        goals = self._rows[goal_field][((rows[v] + delta + 1) % self.steps_per_env) * self.n_envs + envs[v]]
+        # Gathered as opaque bytes: numpy copies a strided field item by item (measured: 2048 goals
+        # at 1M, 110 us as a field, 50 us as bytes).
+        shape, dtype = self.obs_specs["achieved_goal"]
+        as_bytes = np.ndarray(
+            len(self._rows), self._goal_bytes, self._rows, self._goal_offset, self._row_stride
+        )
+        goal_rows = (rows[v] + delta + 1) % self.steps_per_env
+        goals = as_bytes[goal_rows if self.n_envs == 1 else goal_rows * self.n_envs + envs[v]]
+        goals = goals.view(dtype).reshape(len(goals), *shape)
         last = delta == remaining[v] - 1
         goals[last] = self._finals[goal_field][slot[v][last]]
         # The goal is part of the state: the next observation pursues the same new goal.
