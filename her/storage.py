@@ -288,6 +288,13 @@ class HerStorage:
         self._outgrown = np.zeros(n, np.int64)
         self._pending = np.zeros(n, self.record)
         self._until_drop = T  # rows that can be written before one holds the first row of a window
+        self._views()
+
+    def _views(self) -> None:
+        # Field views made once (not pickled: a view pickles as a copy): making one per field per
+        # add cost ~0.3 us, 3 us of a one-step add.
+        self._row_fields = {name: self._rows[name] for name in self._fields}
+        self._pending_fields = {key: self._pending[field] for key, field in self.obs_names.items()}
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -302,10 +309,11 @@ class HerStorage:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._getters()
+        self._views()
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        del state["_values"], state["_float_values"]
+        del state["_values"], state["_float_values"], state["_row_fields"], state["_pending_fields"]
         if not self.pickle_functions:
             state["reward_fn"] = state["terminated_fn"] = None
         return state
@@ -604,9 +612,9 @@ class HerStorage:
         if m > self._until_drop:  # some window's first row is among those written
             self._drop_overwritten(p, m)
         head = min(m, T - p) * n  # the rows up to the ring's end, then the rest from row 0
-        rows = self._rows
+        row_fields = self._row_fields
         for name, values in fields.items():
-            view = rows[name]
+            view = row_fields[name]
             if type(values) is not np.ndarray:  # one env's flag as a Python bool
                 view[p] = values
                 continue
@@ -621,8 +629,8 @@ class HerStorage:
             for key, value in columns.items():
                 assert self._info_columns is not None
                 self._info_columns[key][flat] = value
-        for key, field in self.obs_names.items():
-            self._pending[field] = nxt[key][-n:]
+        for key, pending in self._pending_fields.items():
+            pending[...] = nxt[key][-n:]
         if done is False:
             self._until_drop -= m
         else:
