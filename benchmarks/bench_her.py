@@ -9,6 +9,11 @@ Rows: construction; ``add`` (per transition, measured while filling the whole bu
 included); ``sample(256)`` and ``sample(2048)`` on the full buffer; one ``add`` followed by one
 ``sample(256)`` (a training loop with ``train_freq=1``); bytes per transition, counting the arrays,
 and for stable-baselines3 also the info dict it builds per transition.
+
+One more row, against torchrl 0.14's ``HERReplayBuffer``: ``extend`` of blocks of 1,000 transitions
+(20 whole 50-step episodes, the same Fetch shapes and dtypes; ours is ``HerStorage.extend``, torchrl's
+a ``TensorDict`` of batch 1,000 into a ``LazyTensorStorage``), per transition, while filling the
+whole buffer (10% more: the ring wraps). Skipped, with a message, when torchrl is not installed.
 """
 
 from __future__ import annotations
@@ -207,6 +212,83 @@ def _measure(size: int, calls: list[tuple], repeats: int, quick: bool) -> list[R
     return rows
 
 
+EXTEND = 1000  # transitions per extend call
+TORCHRL = "torchrl 0.14 HERReplayBuffer"
+
+
+def _extend_blocks(n_blocks: int, seed: int = 0) -> list[dict[str, np.ndarray]]:
+    """Blocks of ``EXTEND`` transitions (whole 50-step episodes, time-limit ends), as numpy arrays."""
+    rng = np.random.default_rng(seed)
+    blocks = []
+    for _ in range(n_blocks):
+        done = np.zeros(EXTEND, bool)
+        done[EPISODE_STEPS - 1 :: EPISODE_STEPS] = True
+        shapes = {"observation": OBS_DIM, "achieved_goal": GOAL_DIM, "desired_goal": GOAL_DIM}
+        block = {key: rng.normal(size=(EXTEND, dim)) for key, dim in shapes.items()}
+        block.update({"next_" + key: rng.normal(size=(EXTEND, dim)) for key, dim in shapes.items()})
+        block.update(action=rng.uniform(-1, 1, (EXTEND, ACTION_DIM)).astype(np.float32), done=done)
+        blocks.append(block)
+    return blocks
+
+
+def _median_extend(extend: Any, blocks: list[Any], n_calls: int) -> float:
+    """Median seconds per transition of ``extend(block)`` over ``n_calls`` calls."""
+    times = []
+    for i in range(n_calls):
+        start = time.perf_counter()
+        extend(blocks[i % len(blocks)])
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) / EXTEND
+
+
+def _measure_extend(size: int) -> list[Row]:
+    """``HerStorage.extend`` against torchrl's ``HERReplayBuffer.extend``, blocks of 1,000 transitions."""
+    from her import HerStorage
+
+    label = f"{size // 1000}k" if size < 1_000_000 else f"{size // 1_000_000}M"
+    case = f"extend(1000) {label}"
+    try:
+        import torch
+        from tensordict import TensorDict
+        from torchrl.data import HERReplayBuffer, LazyTensorStorage
+    except ImportError as error:
+        print(
+            f"bench_her: {case} against torchrl skipped: torchrl is not installed ({error})", file=sys.stderr
+        )
+        return []
+    blocks = _extend_blocks(5)
+    keys = ("observation", "achieved_goal", "desired_goal")
+    n_calls = (size + size // 10) // EXTEND  # 10% more: the ring wraps
+
+    ours = HerStorage(size, FetchSizedEnv.observation_space, FetchSizedEnv.action_space, None, seed=0)
+    zeros, falses = np.zeros(EXTEND, np.float32), np.zeros(EXTEND, bool)
+
+    def ours_extend(b: dict[str, np.ndarray]) -> None:
+        obs = {key: b[key] for key in keys}
+        nxt = {key: b["next_" + key] for key in keys}
+        ours.extend(obs, b["action"], zeros, falses, b["done"], None, nxt)
+
+    def as_tensordict(b: dict[str, np.ndarray]) -> Any:
+        done = torch.from_numpy(b["done"]).reshape(EXTEND, 1)
+        nxt = {key: torch.from_numpy(b["next_" + key]) for key in keys}
+        nxt.update(
+            reward=torch.zeros(EXTEND, 1), done=done, terminated=torch.zeros_like(done), truncated=done
+        )
+        data = {key: torch.from_numpy(b[key]) for key in keys}
+        return TensorDict({**data, "action": torch.from_numpy(b["action"]), "next": nxt}, batch_size=[EXTEND])
+
+    def reward_fn(td: Any) -> Any:
+        distance = (td["next", "achieved_goal"] - td["desired_goal"]).norm(dim=-1, keepdim=True)
+        return -(distance > 0.05).float()
+
+    torch.set_num_threads(1)
+    peer = HERReplayBuffer(reward_fn=reward_fn, storage=LazyTensorStorage(size), batch_size=256)
+    tensordicts = [as_tensordict(b) for b in blocks]  # built outside the timing: torchrl's input
+    ours_s = _median_extend(ours_extend, blocks, n_calls)
+    peer_s = _median_extend(peer.extend, tensordicts, n_calls)
+    return [Row("her", case, "us/transition", ours_s * 1e6, peer_s * 1e6, TORCHRL, False)]
+
+
 def run(quick: bool) -> list[Row]:
     calls = _episode_block(20 if quick else 200)
     sizes = (10_000, 100_000) if quick else (100_000, 1_000_000)
@@ -214,5 +296,6 @@ def run(quick: bool) -> list[Row]:
     rows: list[Row] = []
     for size in sizes:
         rows.extend(_measure(size, calls, repeats, quick))
+        rows.extend(_measure_extend(size))
         gc.collect()
     return rows

@@ -286,7 +286,7 @@ def hindsight_goals(
     achieved_next: np.ndarray,
     rng: np.random.Generator,
     share: float,
-    strategy: GoalSelectionStrategy = GoalSelectionStrategy.FUTURE,
+    strategy: GoalSelectionStrategy | str = GoalSelectionStrategy.FUTURE,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The goals of ``(N, T, G)`` achieved goals (after each step of N episodes) as HER relabels them, for
     the goal normaliser: for each step, the achieved goal of the step ``strategy`` picks (the storage's

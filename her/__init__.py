@@ -2,7 +2,8 @@
 
 * :class:`HerStorage`: framework-free replay storage with hindsight relabelling (numpy in, numpy or
   torch out), usable from any training loop;
-* :class:`GoalSelectionStrategy` and :func:`parse_strategy`: the goal selection strategies;
+* :class:`GoalSelectionStrategy`, :func:`parse_strategy` and :func:`register_strategy`: the goal
+  selection strategies, and how to add one;
 * :class:`HerReplayBuffer`: a drop-in for ``stable_baselines3.HerReplayBuffer``;
 * :class:`HerReplayStorage`: a drop-in for rllte's ``HerReplayStorage`` (torch tensors in and out).
 
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from her.envfns import resolve_env_function
 from her.storage import GoalFn, HerStorage
-from her.strategies import GoalSelectionStrategy, parse_strategy
+from her.strategies import GoalSelectionStrategy, parse_strategy, register_strategy
 
 if TYPE_CHECKING:
     from her.rllte import HerReplayStorage
@@ -29,6 +30,7 @@ __all__ = [
     "HerReplayStorage",
     "HerStorage",
     "parse_strategy",
+    "register_strategy",
     "resolve_env_function",
 ]
 

@@ -1,4 +1,8 @@
-"""Find a goal environment's ``compute_reward`` / ``compute_terminated`` as a function of this process.
+"""The goal functions of an environment: their names, and each as a function of this process.
+
+:data:`GOAL_FUNCTIONS` names the pure functions of the GoalEnv contract; :func:`find_goal_function`
+looks one up through an env's wrappers (goalenvs' wrappers and checker use it too);
+:func:`resolve_env_function` also reaches envs in other processes, for relabelling.
 
 Relabelling calls the reward function on every sampled batch, so it must be cheap to call. With a
 ``SubprocVecEnv`` the environments live in worker processes, and stable-baselines3 calls
@@ -31,7 +35,46 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["IDS_IN_WORKERS", "resolve_env_function", "resolve_env_function_or_reason"]
+__all__ = [
+    "GOAL_FUNCTIONS",
+    "IDS_IN_WORKERS",
+    "find_goal_function",
+    "resolve_env_attribute",
+    "resolve_env_function",
+    "resolve_env_function_or_reason",
+]
+
+#: The pure functions of the GoalEnv contract, in the order HER needs them.
+GOAL_FUNCTIONS: tuple[str, str, str] = ("compute_reward", "compute_terminated", "compute_truncated")
+
+
+def find_goal_function(env: Any, name: str) -> Callable[..., Any] | None:
+    """``env``'s ``name`` function (looked up through its wrappers, as ``get_wrapper_attr`` does), or None.
+
+    For a vector env the chain of vector wrappers is searched first, then sub-env 0 of a
+    ``SyncVectorEnv`` (the functions are pure, so any sub-env answers for all of them). In-process
+    envs only (see :func:`resolve_env_function` for the others).
+    """
+    layer = env
+    while layer is not None:  # env and every env it wraps, outermost first (Gymnasium's `.env`)
+        fn = getattr(layer, name, None)
+        if callable(fn):
+            return fn
+        inner = getattr(layer, "env", None)
+        if inner is None or inner is layer:
+            break
+        layer = inner
+    sub_envs = getattr(layer, "envs", None)
+    if isinstance(env, gym.vector.VectorEnv) and sub_envs:
+        fn = _wrapper_attr(sub_envs[0], name)
+        return fn if callable(fn) else None
+    return None
+
+
+def resolve_env_attribute(env: Any, name: str) -> Any:
+    """``env``'s attribute ``name`` (e.g. ``"reward_info_keys"``) found as :func:`resolve_env_function`
+    finds a function (through wrappers, vec envs and worker processes), or None."""
+    return resolve_env_function_or_reason(env, name, functions_only=False)[0]
 
 
 def _wrapper_attr(env: Any, name: str) -> Any:
@@ -120,14 +163,15 @@ def resolve_env_function(env: Any, name: str) -> Callable[..., Any] | None:
     return resolve_env_function_or_reason(env, name)[0]
 
 
-def resolve_env_function_or_reason(env: Any, name: str) -> tuple[Callable[..., Any] | None, str]:
+def resolve_env_function_or_reason(env: Any, name: str, functions_only: bool = True) -> tuple[Any, str]:
     """:func:`resolve_env_function`, and when it gives ``None``, why (a clause for a warning)."""
     if isinstance(env, gym.Env):
         return _found(_wrapper_attr(env, name), name)
     if isinstance(env, gym.vector.VectorEnv):
         base = env.unwrapped
-        own = getattr(base, name, None)
-        if callable(own):  # a native vector env: its functions are already vectorized and local
+        # Vector wrappers first, then a native vector env's own function (already vectorized).
+        own = find_goal_function(env, name) if functions_only else getattr(base, name, None)
+        if own is not None:
             return own, ""
         local = _local_envs(base)
         if local is not None:

@@ -69,7 +69,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
-from goalenvs._util import check_bool, check_int
+from her._checks import check_bool, check_int
 from her.storage import GoalFn, HerStorage
 from her.strategies import parse_strategy
 
@@ -221,7 +221,7 @@ class HerReplayStorage:
         self.num_goals = check_int("num_goals", num_goals, 0)
         self.copy_info_dict = check_bool("copy_info_dict", copy_info_dict)
         strategy = parse_strategy(goal_selection_strategy)
-        self.goal_selection_strategy = strategy.name.lower()
+        self.goal_selection_strategy = strategy.name.lower() if not isinstance(strategy, str) else strategy
         self.obs_shape = {key: _obs_shape(space) for key, space in observation_space.spaces.items()}
         self.action_shape, self.action_dim, self.policy_action_dim, self.action_type = _action_info(
             action_space

@@ -14,8 +14,11 @@ parent's storage is built or used. What differs from stable-baselines3's buffer:
   ``copy_info_dict=True``; sampling is O(batch), not O(buffer);
 * relabelled rewards come from the env's ``compute_reward`` resolved once into a function of this
   process (see :mod:`her.envfns`), also behind a ``SubprocVecEnv``;
-* the ``infos`` argument of ``compute_reward`` is ``None`` unless ``copy_info_dict=True`` (then the
-  object array of the stored info dicts, which ``compute_reward`` must not modify);
+* the ``infos`` argument of ``compute_reward``: the info entries the env declares in
+  ``reward_info_keys`` (or ``info_keys=``), stored as columns and passed as a dict of arrays
+  ``{key: (B, ...)}`` (Parking's crash flag: relabelled crashes keep their penalty by default);
+  with ``copy_info_dict=True`` the object array of the stored info dicts (slow; for envs that read
+  their info without declaring it); else ``None``;
 * randomness from the buffer's own ``np.random.Generator`` (``seed``; by default seeded once from
   NumPy's global state, so an algorithm's ``seed=`` still makes runs reproducible);
 * extra keyword-only options: ``recompute_terminated`` (relabelled ``done`` from the env's
@@ -54,7 +57,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as _SB3Strategy
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as _SB3HerReplayBuffer
 
-from her.envfns import IDS_IN_WORKERS, resolve_env_function_or_reason
+from her.envfns import IDS_IN_WORKERS, resolve_env_attribute, resolve_env_function_or_reason
 from her.storage import GoalFn, HerStorage
 from her.strategies import GoalSelectionStrategy
 
@@ -83,6 +86,12 @@ class _EnvMethod:
         return self.env.env_method(self.name, achieved_goal, desired_goal, infos, indices=[0])[0]
 
 
+def _sb3_strategy(strategy: GoalSelectionStrategy | str) -> _SB3Strategy | str:
+    """stable-baselines3's enum member of a built-in strategy (as its own buffer holds), else the
+    registered strategy's name (its enum has no member for it)."""
+    return _SB3Strategy[strategy.name] if isinstance(strategy, GoalSelectionStrategy) else strategy
+
+
 class HerReplayBuffer(_SB3HerReplayBuffer):
     """Hindsight Experience Replay buffer for stable-baselines3's off-policy algorithms.
 
@@ -99,6 +108,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         seed: seed of the buffer's generator; ``None`` draws one from NumPy's global state.
         check_finite: refuse NaN or infinite observations, actions and rewards in ``add`` (default
             ``True``; see :class:`her.HerStorage`).
+        info_keys: the info keys ``compute_reward`` reads, stored for relabelling; by default the
+            env's ``reward_info_keys`` (none when it declares none, or with ``copy_info_dict``).
     """
 
     def __init__(
@@ -120,6 +131,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         compute_terminated: GoalFn | None = None,
         seed: int | None = None,
         check_finite: bool = True,
+        info_keys: Any = None,
     ) -> None:
         # The parent constructors are not called on purpose: they would allocate the storage we
         # replace (including one info dict per transition). We set the attributes SB3 code reads.
@@ -159,6 +171,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         explicit_functions = compute_reward is not None and (
             not recompute_terminated or compute_terminated is not None
         )
+        if info_keys is None and env is not None and not copy_info_dict:
+            info_keys = resolve_env_attribute(env, "reward_info_keys") or None
         self._storage = HerStorage(
             buffer_size,
             fields,
@@ -168,14 +182,15 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
             n_sampled_goal=n_sampled_goal,
             goal_selection_strategy=goal_selection_strategy,
             copy_info_dict=copy_info_dict,
+            info_keys=info_keys,
             recompute_terminated=recompute_terminated,
             seed=seed,
-            borrow_arrays=True,
             pickle_functions=explicit_functions,
             check_finite=check_finite,
         )
-        # stable-baselines3's enum, as its own buffer has (the storage holds her's).
-        self.goal_selection_strategy = _SB3Strategy[self._storage.goal_selection_strategy.name]
+        # stable-baselines3's enum member (its attribute's type), or a registered strategy's name.
+        strategy = _sb3_strategy(self._storage.goal_selection_strategy)
+        self.goal_selection_strategy = strategy  # type: ignore[assignment]
         self.her_ratio = self._storage.her_ratio
         self.env = None
         if env is not None:
@@ -230,8 +245,6 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.env = None
-        # Buffers pickled before the attribute held stable-baselines3's enum held her's.
-        self.goal_selection_strategy = _SB3Strategy[self.goal_selection_strategy.name]
 
     def set_env(self, env: VecEnv) -> None:
         """Attach the env after unpickling (and resolve its ``compute_reward`` again).
@@ -409,9 +422,6 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
-        # stable-baselines3 hands over fresh arrays every step and never touches them again (the
-        # VecEnv copies its observations, `_store_transition` deep-copies next_obs), so the storage
-        # borrows them instead of copying; shapes are normalised when the staged block is written.
         if self.n_envs == 1:
             # One env: Python scalars are much cheaper than one-element array operations.
             ended = bool(done[0])

@@ -1,48 +1,101 @@
 """Goal selection strategies: pure, vectorized samplers of the step whose achieved goal becomes the new goal.
 
 A strategy only decides *which step* of an episode supplies the relabelled goal; the storage turns
-that step into a goal. Every function here works on whole batches (no Python loop over samples)
-and takes its random draws from the caller (uniform floats), never from NumPy's global state.
+that step into a goal. A strategy is a function of whole batches (no Python loop over samples) that
+takes its random draws from the caller (uniform floats), never from NumPy's global state:
+
+``sampler(steps, remaining, uniforms) -> offsets``, all int64 arrays of shape ``(B,)`` but the
+float ``uniforms`` in ``[0, 1)``: ``steps`` is the index ``t`` of each sampled transition within its
+episode, ``remaining`` the steps left in its episode, ``t`` included (``length - t >= 1``); the
+result is the offset ``j - t`` of the chosen step ``j`` (``0 <= j < length``).
 
 Conventions, shared with stable-baselines3 so that results are comparable:
 
-* ``t`` is the index of the sampled transition within its episode (``0 <= t < length``);
 * the chosen step ``j`` names the transition whose **next** achieved goal is used, because the
   reward of transition ``t`` depends on the state it leads to (``r_t = f(ag_{t+1}, g)``);
 * ``future`` is inclusive: ``j`` is drawn uniformly from ``[t, length)``, so the current
-  transition's own outcome can be the goal (stable-baselines3 does the same; the HER paper's
-  strict version draws from ``(t, length)``);
+  transition's own outcome can be the goal (the HER paper's strict version draws from ``(t, length)``);
 * ``final`` always picks ``j = length - 1`` and ``episode`` draws ``j`` uniformly from ``[0, length)``.
+
+More strategies: :func:`register_strategy` (see docs/her.md, "Adding a goal-selection strategy").
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["GoalSelectionStrategy", "goal_step_offsets", "parse_strategy"]
+__all__ = [
+    "GoalSampler",
+    "GoalSelectionStrategy",
+    "goal_step_offsets",
+    "parse_strategy",
+    "register_strategy",
+    "strategy_names",
+]
+
+#: ``sampler(steps, remaining, uniforms) -> offsets`` (see the module docstring).
+GoalSampler = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
 
 class GoalSelectionStrategy(enum.Enum):
-    """Where a relabelled goal comes from, within the episode of the transition being relabelled.
-
-    The names and values are those of ``stable_baselines3.her.GoalSelectionStrategy``.
-    """
+    """The built-in strategies; names and values are those of ``stable_baselines3.her.GoalSelectionStrategy``."""
 
     FUTURE = 0  # a step of the same episode, at or after the current one
     FINAL = 1  # the last step of the episode
     EPISODE = 2  # any step of the episode
 
 
-_BY_NAME = {strategy.name.lower(): strategy for strategy in GoalSelectionStrategy}
+def _uniform_below(span: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """Uniform integers in ``[0, span)`` from uniform floats (scaling is cheaper than
+    ``Generator.integers`` with array bounds, biased by at most 2**-53; the clip guards rounding up)."""
+    offsets = (uniforms * span).astype(np.int64)
+    return np.minimum(offsets, span - 1, out=offsets)
 
 
-def parse_strategy(value: GoalSelectionStrategy | str | enum.Enum) -> GoalSelectionStrategy:
-    """Turn ``"future"`` / ``"final"`` / ``"episode"`` (any case) or an enum member into a strategy.
+def _future(steps: np.ndarray, remaining: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    return _uniform_below(remaining, uniforms)  # j in [t, length): j - t in [0, remaining)
 
-    Members of stable-baselines3's own ``GoalSelectionStrategy`` are accepted too (matched by name),
-    so code written for its buffer keeps working without importing it here.
+
+def _final(steps: np.ndarray, remaining: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    return remaining - 1
+
+
+def _episode(steps: np.ndarray, remaining: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    return _uniform_below(steps + remaining, uniforms) - steps  # j in [0, length)
+
+
+_SAMPLERS: dict[str, GoalSampler] = {"future": _future, "final": _final, "episode": _episode}
+
+
+def register_strategy(name: str, sampler: GoalSampler) -> None:
+    """Make ``name`` (lower case) a goal selection strategy that every her storage accepts.
+
+    ``sampler(steps, remaining, uniforms)`` returns, per transition, the offset ``j - t`` of the step
+    ``j`` of the same episode whose next achieved goal becomes the goal (see the module docstring).
+    Built-in names cannot be replaced.
+    """
+    if not isinstance(name, str) or name != name.lower() or not name:
+        raise ValueError(f"a strategy name must be a non-empty lower-case str, got {name!r}")
+    if name in ("future", "final", "episode"):
+        raise ValueError(f"{name!r} is a built-in strategy and cannot be replaced")
+    if not callable(sampler):
+        raise TypeError(f"sampler must be callable, got {type(sampler).__name__}")
+    _SAMPLERS[name] = sampler
+
+
+def strategy_names() -> list[str]:
+    """The accepted strategy names, built-in and registered."""
+    return sorted(_SAMPLERS)
+
+
+def parse_strategy(value: GoalSelectionStrategy | str | enum.Enum) -> GoalSelectionStrategy | str:
+    """A strategy from its name (any case) or an enum member (stable-baselines3's too, by name).
+
+    Returns the :class:`GoalSelectionStrategy` member of a built-in strategy, the name of a
+    registered one; an unknown name raises ``ValueError`` naming the accepted values.
     """
     if isinstance(value, GoalSelectionStrategy):
         return value
@@ -54,49 +107,14 @@ def parse_strategy(value: GoalSelectionStrategy | str | enum.Enum) -> GoalSelect
         raise TypeError(
             f"goal_selection_strategy must be a str or a GoalSelectionStrategy, got {type(value).__name__}"
         )
-    try:
-        return _BY_NAME[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown goal_selection_strategy {value!r}; accepted values: {sorted(_BY_NAME)}"
-        ) from None
+    if name not in _SAMPLERS:
+        raise ValueError(f"unknown goal_selection_strategy {value!r}; accepted values: {strategy_names()}")
+    return GoalSelectionStrategy[name.upper()] if name in ("future", "final", "episode") else name
 
 
 def goal_step_offsets(
-    strategy: GoalSelectionStrategy,
-    steps: np.ndarray,
-    remaining: np.ndarray,
-    uniforms: np.ndarray,
+    strategy: GoalSelectionStrategy | str, steps: np.ndarray, remaining: np.ndarray, uniforms: np.ndarray
 ) -> np.ndarray:
-    """For each transition, the offset ``j - t`` of the step ``j`` whose next achieved goal becomes its goal.
-
-    Args:
-        strategy: the goal selection strategy.
-        steps: index ``t`` of each transition within its episode, shape ``(B,)``.
-        remaining: steps left in each transition's episode, ``t`` included (``length - t >= 1``), ``(B,)``.
-        uniforms: floats in ``[0, 1)``, one per transition (unused by ``final``).
-
-    Returns:
-        int64 array of shape ``(B,)`` with ``0 <= t + offset < length`` (and ``offset >= 0`` for
-        ``future``); ``offset == remaining - 1`` marks a goal at the episode's last step.
-
-    Offsets and uniforms rather than steps and a generator: the storage locates a goal step relative
-    to the sampled row (row ``+ j - t``) and draws the uniforms of a whole batch in one call.
-    """
-    if strategy is GoalSelectionStrategy.FINAL:
-        return remaining - 1
-    if strategy is GoalSelectionStrategy.FUTURE:
-        return _uniform_below(remaining, uniforms)  # j in [t, length): j - t in [0, remaining)
-    if strategy is GoalSelectionStrategy.EPISODE:
-        return _uniform_below(steps + remaining, uniforms) - steps  # j in [0, length)
-    raise ValueError(f"unsupported goal selection strategy {strategy!r}")
-
-
-def _uniform_below(span: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
-    """Uniform integers in ``[0, span)`` from uniform floats in ``[0, 1)`` (int64, all ``span >= 1``).
-
-    Scaling uniform floats is cheaper than Generator.integers with array bounds, and biased by at
-    most 2**-53 per value. The clip guards against ``u * span`` rounding up to ``span``.
-    """
-    offsets = (uniforms * span).astype(np.int64)
-    return np.minimum(offsets, span - 1, out=offsets)
+    """Per transition, the offset ``j - t`` of the step whose next achieved goal becomes its goal."""
+    name = strategy.name.lower() if isinstance(strategy, GoalSelectionStrategy) else strategy
+    return _SAMPLERS[name](steps, remaining, uniforms)

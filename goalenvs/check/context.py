@@ -14,11 +14,11 @@ from goalenvs.check.contract import call, rewards_close
 from goalenvs.check.report import Skip
 from goalenvs.check.rollout import Event, Rollout, Transition, slice_obs
 from goalenvs.check.values import QuietGoalFunctions, copy_obs
+from her.envfns import GOAL_FUNCTIONS
 
 __all__ = ["GOAL_FUNCTIONS", "Context"]
 
-#: The goal functions of the contract; only ``compute_reward`` is required.
-GOAL_FUNCTIONS = ("compute_reward", "compute_terminated", "compute_truncated")
+# The goal functions of the contract (only ``compute_reward`` is required) are named once, in her.
 # How many (achieved goal, desired goal, info) rows of the rollout the function checks look at.
 _N_PROBE = 32
 #: Resets beyond the rollout's that the goal checks look at (after one seeded with ``seed + 4``).
@@ -68,6 +68,9 @@ class Context:
 
     def find(self, name: str) -> tuple[Callable[..., Any], str, int] | None:
         """``(function, provider name, layer index)`` the way ``get_wrapper_attr`` resolves it, or None.
+
+        The lookup of :func:`her.envfns.find_goal_function`, walked here itself because the report
+        names where the function was found (the provider and its layer), which that one does not give.
 
         The layer index says where in :attr:`layers` the function lives (``len(layers)`` for a
         vector env's sub-env 0, where SB3's ``env_method(..., indices=[0])`` would find it).

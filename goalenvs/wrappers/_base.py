@@ -24,33 +24,11 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from goalenvs._util import object_array, wrapper_layers
+from goalenvs._util import object_array
 from goalenvs.core import check_goal_space
+from her.envfns import GOAL_FUNCTIONS, find_goal_function  # written once, in her (which stands alone)
 
 __all__ = ["GOAL_FUNCTIONS", "GoalWrapper", "VectorGoalWrapper", "find_goal_function", "goal_batch_shape"]
-
-#: The pure functions of the GoalEnv contract, in the order HER needs them.
-GOAL_FUNCTIONS: tuple[str, str, str] = ("compute_reward", "compute_terminated", "compute_truncated")
-
-
-def find_goal_function(env: Any, name: str) -> Callable[..., Any] | None:
-    """``env``'s ``name`` function (looked up through its wrappers, as ``get_wrapper_attr`` does), or None.
-
-    For a vector env the chain of vector wrappers is searched first, then sub-env 0 of a
-    ``SyncVectorEnv`` (the functions are pure, so any sub-env answers for all of them).
-    """
-    for layer in wrapper_layers(env):
-        fn = getattr(layer, name, None)
-        if callable(fn):
-            return fn
-    sub_envs = getattr(layer, "envs", None)
-    if isinstance(env, VectorEnv) and sub_envs:
-        try:
-            fn = sub_envs[0].get_wrapper_attr(name)
-        except AttributeError:
-            return None
-        return fn if callable(fn) else None
-    return None
 
 
 def goal_batch_shape(goal: np.ndarray, goal_shape: tuple[int, ...], name: str = "goal") -> tuple[int, ...]:

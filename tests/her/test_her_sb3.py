@@ -6,7 +6,6 @@ import pickle
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -26,7 +25,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
 from her import GoalSelectionStrategy, HerReplayBuffer
 from her.sb3 import _EnvMethod
-from tests.her.data import record_legacy_pickles as legacy
 
 BITFLIP = "goalenvs:goalenvs/BitFlip-v0"  # the module prefix lets worker processes register it too
 
@@ -371,34 +369,6 @@ def test_save_and_load_mid_episode(tmp_path, truncate_last_traj):
     assert model.replay_buffer.storage.num_sampleable == lengths.sum()
 
 
-def test_buffer_pickled_before_the_storage_split_loads_and_goes_on():
-    # Written by the code before the storage was split into parts (see the recording script), as
-    # stable-baselines3's save_replay_buffer writes it: without the env.
-    with (Path(__file__).resolve().parent / "data" / "sb3_buffer_v1.pkl").open("rb") as f:
-        loaded = pickle.load(f)
-    assert isinstance(loaded, HerReplayBuffer) and loaded.env is None and loaded.storage.reward_fn is None
-    env = DummyVecEnv([legacy.EncodedGoalEnv] * 2)
-    loaded.set_env(env)
-    reference = legacy.build_buffer()
-    assert vars(loaded).keys() == vars(reference).keys()
-    assert loaded.goal_selection_strategy is reference.goal_selection_strategy
-    for more in (0, 30):
-        legacy.feed_buffer(loaded, more, start=legacy.BUFFER_STEPS)
-        legacy.feed_buffer(reference, more, start=legacy.BUFFER_STEPS)
-        assert (loaded.pos, loaded.full) == (reference.pos, reference.full)
-        for name in STOCK_ARRAYS:
-            np.testing.assert_array_equal(getattr(loaded, name), getattr(reference, name), err_msg=name)
-        for name in ("observations", "next_observations"):
-            for key, value in getattr(loaded, name).items():
-                np.testing.assert_array_equal(value, getattr(reference, name)[key])
-        a, b = loaded.sample(200), reference.sample(200)
-        for key in a.observations:
-            torch.testing.assert_close(a.observations[key], b.observations[key])
-            torch.testing.assert_close(a.next_observations[key], b.next_observations[key])
-        torch.testing.assert_close(a.rewards, b.rewards)
-        torch.testing.assert_close(a.dones, b.dones)
-
-
 def test_pickle_drops_the_env_and_set_env_restores_it():
     env = bitflip_env(1)
     model = small(DQN, env)
@@ -502,6 +472,42 @@ def test_stable_baselines3_strategy_enum_is_accepted():
     )
     assert buffer.goal_selection_strategy is SB3Strategy.FINAL  # stable-baselines3's enum, as its buffer
     assert buffer.storage.goal_selection_strategy is GoalSelectionStrategy.FINAL
+
+
+def test_a_registered_strategy_trains_with_stable_baselines3():
+    from her import register_strategy
+
+    # The episode's second half only: offsets from the later of t and the middle step.
+    def second_half(steps, remaining, uniforms):
+        lengths = steps + remaining
+        first = np.maximum(steps, lengths // 2)
+        return (
+            first - steps + np.minimum((uniforms * (lengths - first)).astype(np.int64), lengths - first - 1)
+        )
+
+    register_strategy("second_half", second_half)
+    env = bitflip_env(1)
+    kwargs = dict(goal_selection_strategy="second_half", n_sampled_goal=4, seed=0)
+    model = DQN(
+        "MultiInputPolicy",
+        env,
+        replay_buffer_class=HerReplayBuffer,
+        replay_buffer_kwargs=kwargs,
+        learning_starts=40,
+        batch_size=32,
+        buffer_size=1000,
+        policy_kwargs=dict(net_arch=[16]),
+        seed=0,
+    )
+    model.learn(80)
+    assert model.replay_buffer.goal_selection_strategy == "second_half"
+    assert len(model.replay_buffer.sample(32).observations["desired_goal"]) == 32
+    with pytest.raises(
+        ValueError, match=r"^unknown goal_selection_strategy 'secondhalf'; accepted values: \["
+    ):
+        HerReplayBuffer(
+            100, env.observation_space, env.action_space, env, goal_selection_strategy="secondhalf"
+        )
 
 
 def test_import_her_is_light():

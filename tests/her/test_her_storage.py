@@ -7,11 +7,8 @@ each transition, next observation and relabelled goal came from.
 
 from __future__ import annotations
 
-import contextlib
 import pickle
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,10 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from her import GoalSelectionStrategy, HerStorage
-from her._episodes import Episodes
-from tests.her.data import record_legacy_pickles as legacy
-
-DATA = Path(__file__).resolve().parent / "data"
 
 SPACE = spaces.Dict(
     {
@@ -154,27 +147,15 @@ def check_batch(batch: dict, recorder: Recorder, storage: HerStorage, batch_size
         assert batch["rewards"][i] == (0.0 if j == t else -1.0)
 
 
-@contextlib.contextmanager
-def booked_step_by_step(replay: bool) -> Iterator[None]:
-    """With ``replay``, every block's episode bookkeeping takes the step-by-step path, which the
-    storage otherwise keeps for blocks that reach the first row of an unfinished episode."""
-    with pytest.MonkeyPatch.context() as patch:
-        if replay:
-            patch.setattr(Episodes, "_reaches_own_start", lambda self, n_steps: True)
-        yield
-
-
 scenario = dict(
     n_envs=st.integers(1, 3),
     capacity=st.integers(1, 40),
     n_steps=st.integers(0, 120),
     lengths=st.lists(st.lists(st.integers(1, 15), min_size=1, max_size=4), min_size=3, max_size=3),
     kinds=st.lists(st.booleans(), min_size=1, max_size=4),
-    flush_every=st.integers(1, 64),
     strategy=st.sampled_from(["future", "final", "episode"]),
     n_sampled_goal=st.integers(0, 4),
     cut=st.booleans(),
-    force_replay=st.booleans(),
     seed=st.integers(0, 2**16),
 )
 
@@ -183,7 +164,7 @@ scenario = dict(
 @given(**scenario)
 @pytest.mark.filterwarnings("ignore:an episode of env")  # episodes longer than tiny rings, on purpose
 def test_samples_match_the_reference(
-    n_envs, capacity, n_steps, lengths, kinds, flush_every, strategy, n_sampled_goal, cut, force_replay, seed
+    n_envs, capacity, n_steps, lengths, kinds, strategy, n_sampled_goal, cut, seed
 ):
     storage = HerStorage(
         capacity,
@@ -193,10 +174,9 @@ def test_samples_match_the_reference(
         n_envs=n_envs,
         n_sampled_goal=n_sampled_goal,
         goal_selection_strategy=strategy,
-        flush_every=flush_every,
         seed=seed,
     )
-    with booked_step_by_step(force_replay):
+    if True:
         recorder = Recorder(storage, lengths[:n_envs], kinds)
         for _ in range(n_steps):
             recorder.step()
@@ -230,12 +210,12 @@ def test_samples_match_the_reference(
 @settings(max_examples=60, deadline=None)
 @given(**scenario)
 @pytest.mark.filterwarnings("ignore:an episode of env")
-def test_block_writes_equal_step_by_step_replay(
-    n_envs, capacity, n_steps, lengths, kinds, flush_every, strategy, n_sampled_goal, cut, force_replay, seed
+def test_extend_equals_add_step_by_step(
+    n_envs, capacity, n_steps, lengths, kinds, strategy, n_sampled_goal, cut, seed
 ):
-    """The vectorized block bookkeeping and the step-by-step replay give the same storage."""
-    results = []
-    for replay, every in ((True, 1), (False, flush_every)):
+    """A block given to extend (in pieces of any size) stores what the same steps given to add do."""
+    storages = []
+    for blocks in (False, True):
         storage = HerStorage(
             capacity,
             SPACE,
@@ -244,27 +224,36 @@ def test_block_writes_equal_step_by_step_replay(
             n_envs=n_envs,
             n_sampled_goal=n_sampled_goal,
             goal_selection_strategy=strategy,
-            flush_every=every,
             seed=seed,
         )
-        with booked_step_by_step(replay):
-            recorder = Recorder(storage, lengths[:n_envs], kinds)
-            for _ in range(n_steps):
-                recorder.step()
-            if cut:
-                storage.end_episodes()
-            batch = storage.sample(50) if storage.num_sampleable else None
-            results.append((storage.num_sampleable, storage.episode_lengths(), batch))
-    (replayed_n, replayed_lengths, a), (blocked_n, blocked_lengths, b) = results
-    assert replayed_n == blocked_n
-    np.testing.assert_array_equal(replayed_lengths, blocked_lengths)
-    if a is not None:
-        assert b is not None
-        for key in ("observations", "next_observations"):
-            for sub in SPACE.spaces:
-                np.testing.assert_array_equal(a[key][sub], b[key][sub])
-        for key in ("actions", "rewards", "terminateds", "truncateds", "relabelled"):
-            np.testing.assert_array_equal(a[key], b[key])
+        recorder = Recorder(storage, lengths[:n_envs], kinds)
+        steps = []
+        storage.add = lambda *step, steps=steps: steps.append(step)  # collect the steps the recorder makes
+        for _ in range(n_steps):
+            recorder.step()
+        del storage.add
+        pieces = (
+            [steps[i : i + 1 + seed % 37] for i in range(0, len(steps), 1 + seed % 37)]
+            if blocks
+            else [[s] for s in steps]
+        )
+        for piece in pieces:
+            if blocks:
+                storage.extend(*(_stacked([step[i] for step in piece]) for i in range(7)))
+            else:
+                storage.add(*piece[0])
+        if cut:
+            storage.end_episodes()
+        storages.append(storage)
+    assert_same_storage(*storages)
+
+
+def _stacked(values: list) -> object:
+    if values[0] is None or isinstance(values[0], list):
+        return values
+    if isinstance(values[0], dict):
+        return {key: np.stack([v[key] for v in values]) for key in values[0]}
+    return np.stack(values)
 
 
 def make_storage(**kwargs) -> HerStorage:
@@ -362,20 +351,21 @@ def test_gymnasium_vector_infos_are_split_per_env():
     assert {info["t"] for info in seen[0]} <= {0, 1, 2, 3, 10, 11, 12, 13}
 
 
-def test_caller_arrays_are_copied_unless_borrowed():
-    for borrow in (False, True):
-        storage = make_storage(borrow_arrays=borrow, flush_every=64)
-        obs = {key: np.zeros((1, 3)) for key in SPACE.spaces}
-        nxt = {key: np.ones((1, 3)) for key in SPACE.spaces}
-        storage.add(obs, np.zeros((1, 2)), [0.0], [False], [True], None, nxt)
-        obs["observation"][:] = 42.0  # the caller reuses its buffer
-        batch = storage.sample(4)
-        assert (batch["observations"]["observation"] == 42.0).all() == borrow
+def test_caller_arrays_are_copied():
+    storage = make_storage()
+    obs = {key: np.zeros((1, 3)) for key in SPACE.spaces}
+    nxt = {key: np.ones((1, 3)) for key in SPACE.spaces}
+    storage.add(obs, np.zeros((1, 2)), [0.0], [False], [True], None, nxt)
+    obs["observation"][:] = 42.0  # the caller reuses its buffer
+    nxt["observation"][:] = 42.0
+    batch = storage.sample(4)
+    assert (batch["observations"]["observation"] == 0.0).all()
+    assert (batch["next_observations"]["observation"] == 1.0).all()
 
 
-def test_pickle_round_trip_keeps_staged_steps_and_generator():
-    storage = make_storage(flush_every=1000)
-    fill(storage, 23)  # staged, not yet written
+def test_pickle_round_trip_keeps_steps_and_generator():
+    storage = make_storage()
+    fill(storage, 23)
     clone = pickle.loads(pickle.dumps(storage))
     a, b = storage.sample(40), clone.sample(40)
     np.testing.assert_array_equal(a["observations"]["observation"], b["observations"]["observation"])
@@ -454,32 +444,6 @@ def assert_same_storage(a: HerStorage, b: HerStorage) -> None:
             np.testing.assert_array_equal(x[key], y[key])
 
 
-@pytest.mark.filterwarnings("ignore:an episode of env")  # three_envs' 25-step episode, on purpose
-def test_storages_pickled_before_the_split_load_and_go_on():
-    # Written by the code before the storage was split into parts (see the recording script).
-    with (DATA / "storage_v1.pkl").open("rb") as f:
-        loaded = pickle.load(f)
-    references = legacy.build_storages()
-    assert loaded.keys() == references.keys()
-    for name, storage in loaded.items():
-        reference = references[name]
-        assert type(storage) is HerStorage and storage.reward_fn is None  # pickled without functions
-        assert vars(storage).keys() == vars(reference).keys()
-        storage.set_functions(reference.reward_fn, reference.terminated_fn)
-        assert_same_storage(storage, reference)
-        if name == "three_envs":  # what the recording is for: a grown episode table, a damaged episode
-            assert storage._episodes.slots == 32 and storage._episodes.damaged.tolist() == [
-                False,
-                False,
-                True,
-            ]
-        _, lengths, n_steps = legacy.STORAGES[name]
-        for args in legacy.encoded_steps(storage.n_envs, 45, lengths, start=n_steps):
-            storage.add(*args)
-            reference.add(*args)
-        assert_same_storage(storage, reference)
-
-
 def test_functions_given_later_and_pickled_only_when_asked():
     storage = HerStorage(100, SPACE, ACTION_SPACE, None, recompute_terminated=True, seed=0)
     fill(storage, 20)
@@ -504,9 +468,9 @@ def test_functions_given_later_and_pickled_only_when_asked():
         storage.sample(8)
 
 
-def test_current_episodes_are_read_only_and_count_staged_steps():
-    storage = make_storage(n_envs=2, capacity=40, flush_every=64)
-    fill(storage, 23)  # 5-step episodes: 3 steps into the fifth, still staged
+def test_current_episodes_are_read_only():
+    storage = make_storage(n_envs=2, capacity=40)
+    fill(storage, 23)  # 5-step episodes: 3 steps into the fifth
     lengths = storage.current_episode_lengths
     np.testing.assert_array_equal(lengths, [3, 3])
     np.testing.assert_array_equal(storage.current_episode_starts, [0, 0])
@@ -554,7 +518,6 @@ def test_cuda_output_when_available():
         (dict(n_sampled_goal=-1), ValueError, "n_sampled_goal"),
         (dict(goal_selection_strategy="futur"), ValueError, "accepted values"),
         (dict(goal_selection_strategy=3), TypeError, "goal_selection_strategy"),
-        (dict(flush_every=0), ValueError, "flush_every"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, match):

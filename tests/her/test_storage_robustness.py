@@ -22,7 +22,7 @@ import pytest
 import goalenvs
 from her import HerStorage
 from her.storage import available_memory
-from tests.her.data import record_legacy_pickles as legacy
+from tests.her import encoded as legacy
 from tests.her.test_her_storage import assert_same_storage
 
 gym.register_envs(goalenvs)
@@ -49,7 +49,7 @@ def steps(n_envs: int, n_steps: int, start: int = 0) -> list[tuple]:
 
 
 def test_a_malformed_step_is_refused_and_keeps_every_staged_step():
-    # The report: 100 good steps (27 finished episodes), still staged (flush_every=256), then one
+    # The report: 100 good steps (27 finished episodes), then one
     # step with a wrong goal shape. The storage took it, and the next sample raised and lost all 100.
     storage = make()
     for step in steps(1, 100):
@@ -347,14 +347,13 @@ def test_available_memory_is_read_on_linux():
 # ---------------------------------------------------------------------------------- long episodes
 def test_an_episode_longer_than_the_storage_is_the_reason_given():
     storage = make(capacity=20)
-    for step in legacy.encoded_steps(1, 25, [[30]]):
-        storage.add(*step)
-    with (
-        pytest.warns(
-            UserWarning, match=r"^an episode of env\(s\) \[0\] has outgrown the 20 steps the storage keeps"
-        ),
-        pytest.raises(RuntimeError) as error,
+    # The add that makes the episode longer than the ring warns.
+    with pytest.warns(
+        UserWarning, match=r"^an episode of env\(s\) \[0\] has outgrown the 20 steps the storage keeps"
     ):
+        for step in legacy.encoded_steps(1, 25, [[30]]):
+            storage.add(*step)
+    with pytest.raises(RuntimeError) as error:
         storage.sample(8)
     assert str(error.value) == (
         "Unable to sample: the longest episode of env 0 has reached 25 steps, more than the 20 steps the storage "
