@@ -295,6 +295,40 @@ class HerStorage:
         # add cost ~0.3 us, 3 us of a one-step add.
         self._row_fields = {name: self._rows[name] for name in self._fields}
         self._pending_fields = {key: self._pending[field] for key, field in self.obs_names.items()}
+        # One env's step as one record: built by one tuple assignment into a scratch record, its float
+        # values checked by one dot product per run of same-dtype float fields, copied into the ring
+        # whole. Measured (Fetch shapes, stable-baselines3's adapter): add 11.3 -> ~7 us; a dot
+        # product per array and a write per field cost 3 and 3.5 us of the 11.
+        self._scratch: np.ndarray | None = None
+        floats = self._float_runs()
+        if self.n_envs == 1 and floats is not None:
+            size = self.record.itemsize
+            self._scratch = np.zeros(1, self.record)
+            self._scratch_raw = self._scratch.view((np.void, size))
+            self._raw = self._rows.view((np.void, size))
+            self._scratch_floats = [np.ndarray(k, dt, self._scratch, off) for off, k, dt in floats]
+            sources = [*self._fields, "episode"]
+            names = self.record.names or ()
+            self._in_record_order = itemgetter(*(sources.index(name) for name in names))
+
+    def _float_runs(self) -> list[tuple[int, int, np.dtype]] | None:
+        """The record's float fields as runs of one dtype, ``(offset, count, dtype)``; None if a field
+        is complex (the one-record path then stays off)."""
+        runs: list[tuple[int, int, np.dtype]] = []
+        fields = self.record.fields
+        assert fields is not None  # a structured dtype
+        for name in sorted(fields, key=lambda k: fields[k][1]):
+            sub, offset = fields[name][:2]
+            base, count = sub.base, int(np.prod(sub.shape, dtype=np.int64))
+            if base.kind == "c":
+                return None
+            if base.kind != "f":
+                continue
+            if runs and runs[-1][2] == base and runs[-1][0] + runs[-1][1] * base.itemsize == offset:
+                runs[-1] = (runs[-1][0], runs[-1][1] + count, base)
+            else:
+                runs.append((offset, count, base))
+        return runs
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -314,6 +348,8 @@ class HerStorage:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         del state["_values"], state["_float_values"], state["_row_fields"], state["_pending_fields"]
+        for name in ("_scratch", "_scratch_raw", "_raw", "_scratch_floats", "_in_record_order"):
+            state.pop(name, None)
         if not self.pickle_functions:
             state["reward_fn"] = state["terminated_fn"] = None
         return state
@@ -485,15 +521,29 @@ class HerStorage:
         else:  # one env's flags as Python bools (stable-baselines3's adapter)
             ended = done = term or trunc
             trunc_stored = trunc and not term
-        if self.check_finite:
+        scratch = self._scratch
+        if scratch is not None:  # one env: the step as one record (see _views)
+            t, u = (term, trunc_stored) if not flags else (term[0], trunc_stored[0])
+            values = (*(v[0] for v in self._values(obs)), actions[0], rewards[0], t, u, 0)
+            scratch[0] = self._in_record_order(values)
+            if self.check_finite:
+                finite = math.isfinite(sum(map(_dot_self, self._scratch_floats)))
+                if not finite or (
+                    ended and not all(math.isfinite(abs(np.vdot(a, a))) for a in self._float_values(nxt))
+                ):
+                    self._store(obs, actions, rewards, term, trunc, infos, nxt, None)  # raises, naming it
+                    return
+        elif self.check_finite:
             floats = (*self._float_values(obs), *(self._float_values(nxt) if ended else ()), actions, rewards)
             if not all(math.isfinite(abs(np.vdot(a, a))) for a in floats):
                 self._store(obs, actions, rewards, term, trunc, infos, nxt, None)  # raises, naming it
                 return
         kept = self._kept(infos, None) if self._infos is not None or self.info_keys else None
-        fields = dict(
-            zip(self._fields, (*self._values(obs), actions, rewards, term, trunc_stored), strict=True)
-        )
+        fields: dict[str, np.ndarray] | None = None
+        if scratch is None:
+            fields = dict(
+                zip(self._fields, (*self._values(obs), actions, rewards, term, trunc_stored), strict=True)
+            )
         self._write(1, fields, done if ended else False, nxt, kept)
 
     def extend(
@@ -603,7 +653,12 @@ class HerStorage:
         return values
 
     def _write(
-        self, m: int, fields: dict[str, np.ndarray], done: Any, nxt: Mapping[str, np.ndarray], kept: Any
+        self,
+        m: int,
+        fields: dict[str, np.ndarray] | None,
+        done: Any,
+        nxt: Mapping[str, np.ndarray],
+        kept: Any,
     ) -> None:
         """Write ``m <= T`` checked steps from ``pos`` on, every array flat: ``(m * n_envs, ...)`` in
         time-major order. ``fields``: ``{record field: values}``; ``done``: the episode ends (or
@@ -613,6 +668,9 @@ class HerStorage:
             self._drop_overwritten(p, m)
         head = min(m, T - p) * n  # the rows up to the ring's end, then the rest from row 0
         row_fields = self._row_fields
+        if fields is None:  # one env's step, built as one record by add()
+            self._raw[p] = self._scratch_raw[0]
+            fields = {}
         for name, values in fields.items():
             view = row_fields[name]
             if type(values) is not np.ndarray:  # one env's flag as a Python bool
@@ -960,6 +1018,12 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     array = array.view()
     array.flags.writeable = False
     return array
+
+
+def _dot_self(array: np.ndarray) -> Any:
+    """``array . array``: NaN or inf anywhere in a real array makes it non-finite (a huge finite value
+    may too; the full checks then tell which)."""
+    return np.vdot(array, array)
 
 
 def _tuple_getter(keys: list[str]) -> Callable[[Any], tuple[Any, ...]]:
