@@ -56,9 +56,6 @@ ROW_NAMES = (
     "infos",
 )
 _SIGNATURE = attrgetter("shape", "dtype")
-# The episode id of a row whose episode has not ended (or outgrew the ring): above every real id, so
-# the episode table never reads it as one.
-_NO_EPISODE = np.iinfo(np.int64).max
 _INITIAL_EPISODES = 16
 
 
@@ -296,7 +293,7 @@ class HerStorage:
     def _views(self) -> None:
         # Field views made once (not pickled: a view pickles as a copy): making one per field per
         # add cost ~0.3 us, 3 us of a one-step add.
-        self._row_fields = {name: self._rows[name] for name in (*self._fields, "episode")}
+        self._row_fields = {name: self._rows[name] for name in self._fields}
         self._pending_fields = {key: self._pending[field] for key, field in self.obs_names.items()}
         # One env's step as one record: built by one tuple assignment into a scratch record, its float
         # values checked by one dot product per run of same-dtype float fields, copied into the ring
@@ -527,7 +524,7 @@ class HerStorage:
         scratch = self._scratch
         if scratch is not None:  # one env: the step as one record (see _views)
             t, u = (term, trunc_stored) if not flags else (term[0], trunc_stored[0])
-            values = (*(v[0] for v in self._values(obs)), actions[0], rewards[0], t, u, _NO_EPISODE)
+            values = (*(v[0] for v in self._values(obs)), actions[0], rewards[0], t, u, 0)
             scratch[0] = self._in_record_order(values)
             if self.check_finite:
                 finite = math.isfinite(sum(map(_dot_self, self._scratch_floats)))
@@ -674,8 +671,6 @@ class HerStorage:
         if fields is None:  # one env's step, built as one record by add()
             self._raw[p] = self._scratch_raw[0]
             fields = {}
-        if fields:  # the rows' episode is unknown until it ends (add's one record says so too)
-            fields = {**fields, "episode": np.full(m * n, _NO_EPISODE)}
         for name, values in fields.items():
             view = row_fields[name]
             if type(values) is not np.ndarray:  # one env's flag as a Python bool
