@@ -293,7 +293,7 @@ class HerStorage:
     def _views(self) -> None:
         # Field views made once (not pickled: a view pickles as a copy): making one per field per
         # add cost ~0.3 us, 3 us of a one-step add.
-        self._row_fields = {name: self._rows[name] for name in self._fields}
+        self._row_fields = {name: self._rows[name] for name in (*self._fields, "episode")}
         self._pending_fields = {key: self._pending[field] for key, field in self.obs_names.items()}
         # One env's step as one record: built by one tuple assignment into a scratch record, its float
         # values checked by one dot product per run of same-dtype float fields, copied into the ring
@@ -524,7 +524,9 @@ class HerStorage:
         scratch = self._scratch
         if scratch is not None:  # one env: the step as one record (see _views)
             t, u = (term, trunc_stored) if not flags else (term[0], trunc_stored[0])
-            values = (*(v[0] for v in self._values(obs)), actions[0], rewards[0], t, u, 0)
+            # The row keeps its episode id (written when an episode ends), as a write per field does.
+            episode = self._row_fields["episode"][self.pos]
+            values = (*(v[0] for v in self._values(obs)), actions[0], rewards[0], t, u, episode)
             scratch[0] = self._in_record_order(values)
             if self.check_finite:
                 finite = math.isfinite(sum(map(_dot_self, self._scratch_floats)))
@@ -877,12 +879,13 @@ class HerStorage:
             rows = (self._window_start[envs] + draws - (window_ends[envs] - self._valid[envs])) % T
             flat = rows * n + envs
         raw = self._rows.view((np.void, self.record.itemsize))  # whole records, one memcpy each
-        records = raw[flat].view(self.record)
+        # take, not indexing: measured 3-5 us less of a sample(256) at 1M (74-76 against 77-81 us)
+        records = raw.take(flat).view(self.record)
         slot = records["episode"] % len(self._ep_length)
         step = (rows - self._ep_start[slot]) % T  # the episode may wrap around the ring's end
         remaining = self._ep_length[slot] - step  # steps left in the episode, this one included
         # The next observation is the next row's, except after an episode's last step (in the table).
-        nxt = raw[((rows + 1) % T) * n + envs]
+        nxt = raw.take(rows + 1, mode="wrap") if n == 1 else raw.take(((rows + 1) % T) * n + envs)
         last = remaining == 1
         nxt[last] = self._finals.view(raw.dtype)[slot[last]]
         next_records = nxt.view(self.record)
