@@ -467,12 +467,3 @@ class ParkingVectorEnv(NativeVectorEnv):
         self._init_vector(task, num_envs, render_mode, autoreset_mode, batched_final_obs)
         self.config = task.config
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
-
-    @property
-    def _rngs(self) -> list[Any]:
-        """Each env's random generator (examples/her_ddpg.py checkpoints and restores them)."""
-        return self._state.rngs
-
-    @_rngs.setter
-    def _rngs(self, rngs: list[Any]) -> None:
-        self._state.rngs = list(rngs)
