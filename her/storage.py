@@ -159,12 +159,7 @@ class HerStorage:
         fields["episode"] = ((), np.dtype(np.int64))  # the id of the row's episode, once it ended
         self.record = record_dtype(fields)
         self._keys = tuple(self.obs_specs)
-        self._accepted: set[tuple[Any, ...]] = set()  # step signatures add() has accepted
         self._getters()
-        shape, dtype = self.obs_specs["achieved_goal"]
-        self._goal_bytes = np.dtype((np.void, dtype.itemsize * int(np.prod(shape, dtype=np.int64))))
-        self._goal_offset = self.record.fields["obs:achieved_goal"][1]  # type: ignore[index]  # structured
-        self._row_stride = (self.record.itemsize,)
         self._fields = (*self.obs_names.values(), "action", "reward", "terminated", "truncated")
         self.steps_per_env = max(capacity // self.n_envs, 1)
         self._warn_if_beyond_memory()
@@ -287,14 +282,26 @@ class HerStorage:
         self._earliest = 0  # min(_begin)
         self._outgrown = np.zeros(n, np.int64)
         self._pending = np.zeros(n, self.record)
-        self._until_drop = T  # rows that can be written before one holds the first row of a window
+        self._quiet = 0  # steps ahead that need no more than a write (see _set_quiet)
+        self._set_quiet()
         self._views()
 
     def _views(self) -> None:
-        # Field views made once (not pickled: a view pickles as a copy): making one per field per
-        # add cost ~0.3 us, 3 us of a one-step add.
+        # Views made once (not pickled: a view pickles as a copy): making one per field per add cost
+        # ~0.3 us, 3 us of a one-step add; the record and goal views, 3 us of a sample(256).
+        self._accepted: list[tuple[Any, ...]] = []  # step signatures add() has accepted (a list: 0.2 us
+        # less than a set's hash of dtypes)
         self._row_fields = {name: self._rows[name] for name in (*self._fields, "episode")}
-        self._pending_fields = {key: self._pending[field] for key, field in self.obs_names.items()}
+        self._pending_views = tuple(self._pending[field] for field in self.obs_names.values())
+        size = self.record.itemsize
+        self._raw = self._rows.view((np.void, size))  # whole records: a gather is one memcpy each
+        # The achieved goals as opaque bytes: numpy copies a strided field item by item (measured:
+        # 2048 goals at 1M, 110 us as a field, 50 us as bytes).
+        shape, dtype = self.obs_specs["achieved_goal"]
+        goal = np.dtype((np.void, dtype.itemsize * int(np.prod(shape, dtype=np.int64))))
+        offset = self.record.fields["obs:achieved_goal"][1]  # type: ignore[index]  # structured
+        self._goal_raw = np.ndarray(len(self._rows), goal, self._rows, offset, (size,))
+        self._table_views()
         # One env's step as one record: built by one tuple assignment into a scratch record, its float
         # values checked by one dot product per run of same-dtype float fields, copied into the ring
         # whole. Measured (Fetch shapes, stable-baselines3's adapter): add 11.3 -> ~7 us; a dot
@@ -302,14 +309,19 @@ class HerStorage:
         self._scratch: np.ndarray | None = None
         floats = self._float_runs()
         if self.n_envs == 1 and floats is not None:
-            size = self.record.itemsize
             self._scratch = np.zeros(1, self.record)
             self._scratch_raw = self._scratch.view((np.void, size))
-            self._raw = self._rows.view((np.void, size))
-            self._scratch_floats = [np.ndarray(k, dt, self._scratch, off) for off, k, dt in floats]
+            self._scratch_finite = _finite_check(
+                [np.ndarray(k, dt, self._scratch, off) for off, k, dt in floats]
+            )
             sources = [*self._fields, "episode"]
             names = self.record.names or ()
             self._in_record_order = itemgetter(*(sources.index(name) for name in names))
+
+    def _table_views(self) -> None:
+        # The final observations as whole records and their achieved goals as bytes (see _views).
+        self._finals_raw = self._finals.view(self._raw.dtype)
+        self._finals_goal = self._finals[self.obs_names["achieved_goal"]]
 
     def _float_runs(self) -> list[tuple[int, int, np.dtype]] | None:
         """The record's float fields as runs of one dtype, ``(offset, count, dtype)``; None if a field
@@ -347,8 +359,11 @@ class HerStorage:
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        del state["_values"], state["_float_values"], state["_row_fields"], state["_pending_fields"]
-        for name in ("_scratch", "_scratch_raw", "_raw", "_scratch_floats", "_in_record_order"):
+        for name in ("_values", "_float_values", "_row_fields", "_pending_views", "_raw", "_goal_raw"):
+            del state[name]
+        for name in ("_accepted", "_finals_raw", "_finals_goal", "_scratch"):
+            del state[name]
+        for name in ("_scratch_raw", "_scratch_finite", "_in_record_order"):  # one env's only
             state.pop(name, None)
         if not self.pickle_functions:
             state["reward_fn"] = state["terminated_fn"] = None
@@ -525,16 +540,29 @@ class HerStorage:
         if scratch is not None:  # one env: the step as one record (see _views)
             t, u = (term, trunc_stored) if not flags else (term[0], trunc_stored[0])
             # The row keeps its episode id (written when an episode ends), as a write per field does.
-            episode = self._row_fields["episode"][self.pos]
-            values = (*(v[0] for v in self._values(obs)), actions[0], rewards[0], t, u, episode)
+            p = self.pos
+            values = (
+                *(v[0] for v in self._values(obs)),
+                actions[0],
+                rewards[0],
+                t,
+                u,
+                self._row_fields["episode"][p],
+            )
             scratch[0] = self._in_record_order(values)
-            if self.check_finite:
-                finite = math.isfinite(sum(map(_dot_self, self._scratch_floats)))
-                if not finite or (
-                    ended and not all(math.isfinite(abs(np.vdot(a, a))) for a in self._float_values(nxt))
-                ):
-                    self._store(obs, actions, rewards, term, trunc, infos, nxt, None)  # raises, naming it
-                    return
+            if self.check_finite and not (
+                self._scratch_finite()
+                and (not ended or all(math.isfinite(abs(np.vdot(a, a))) for a in self._float_values(nxt)))
+            ):
+                self._store(obs, actions, rewards, term, trunc, infos, nxt, None)  # raises, naming it
+                return
+            if self._quiet > 0 and not ended and self._infos is None and not self.info_keys:
+                # A quiet step (see _set_quiet), written here: _write's general path costs ~1 us more.
+                self._raw[p] = self._scratch_raw[0]
+                for view, value in zip(self._pending_views, self._values(nxt), strict=True):
+                    view[...] = value
+                self.pos, self._steps, self._quiet = p + 1, self._steps + 1, self._quiet - 1
+                return
         elif self.check_finite:
             floats = (*self._float_values(obs), *(self._float_values(nxt) if ended else ()), actions, rewards)
             if not all(math.isfinite(abs(np.vdot(a, a))) for a in floats):
@@ -605,9 +633,10 @@ class HerStorage:
         if m is None:  # one step: the block of one
             signature = (*obs.values(), *nxt.values(), actions, rewards)
             if all(type(value) is np.ndarray for value in signature):  # accepted: the fast path's now
-                self._accepted.add(tuple(map(_SIGNATURE, (*signature, term, trunc))))
+                accepted = [tuple(map(_SIGNATURE, (*signature, term, trunc)))]
                 if n == 1:
-                    self._accepted.add(tuple(map(_SIGNATURE, signature)))  # with Python bool flags
+                    accepted.append(tuple(map(_SIGNATURE, signature)))  # with Python bool flags
+                self._accepted += [item for item in accepted if item not in self._accepted]
             m = 1
         T, step = self.steps_per_env, self.steps_per_env * n
         nxt = {key: value.reshape(m * n, *value.shape[len(lead) :]) for key, value in nxt.items()}
@@ -666,7 +695,7 @@ class HerStorage:
         time-major order. ``fields``: ``{record field: values}``; ``done``: the episode ends (or
         False: none); ``nxt``: ``{key: next observations}``; ``kept``: (infos, info columns) or None."""
         T, n, p = self.steps_per_env, self.n_envs, self.pos
-        if m > self._until_drop:  # some window's first row is among those written
+        if m > self._quiet:  # some window's first row may be among those written
             self._drop_overwritten(p, m)
         head = min(m, T - p) * n  # the rows up to the ring's end, then the rest from row 0
         row_fields = self._row_fields
@@ -689,10 +718,10 @@ class HerStorage:
             for key, value in columns.items():
                 assert self._info_columns is not None
                 self._info_columns[key][flat] = value
-        for key, pending in self._pending_fields.items():
-            pending[...] = nxt[key][-n:]
+        for view, value in zip(self._pending_views, self._values(nxt), strict=True):
+            view[...] = value[-n:]
         if done is False:
-            self._until_drop -= m
+            self._quiet -= m
         else:
             shaped = {key: value.reshape(m, n, *value.shape[1:]) for key, value in nxt.items()}
             self._end_episodes(np.reshape(done, (m, n)), shaped)
@@ -701,17 +730,15 @@ class HerStorage:
             self._warn_outgrown(self._steps - self._begin > T, self._steps - self._begin)
         self.full = self.full or p + m >= T
         self.pos = (p + m) % T
-        if m > self._until_drop or done is not False:
-            self._set_until_drop()
+        if m > self._quiet or done is not False:
+            self._set_quiet()
 
-    def _set_until_drop(self) -> None:
-        """Rows that can be written from ``pos`` before one holds the first row of a window."""
-        live = self._valid > 0
-        self._until_drop = (
-            int(((self._window_start[live] - self.pos) % self.steps_per_env).min())
-            if live.any()
-            else self.steps_per_env
-        )
+    def _set_quiet(self) -> None:
+        """The quiet steps ahead: those one env's add can write with nothing else to do, before one
+        holds the first row of a window, the ring's last row, or an episode outgrows the ring."""
+        T, live = self.steps_per_env, self._valid > 0
+        drop = int(((self._window_start[live] - self.pos) % T).min()) if live.any() else T
+        self._quiet = min(drop, T - 1 - self.pos, T - (self._steps - self._earliest))
 
     def _drop_overwritten(self, p: int, m: int) -> None:
         """Drop the episodes whose first row is among the ``m`` rows written from row ``p``.
@@ -719,14 +746,11 @@ class HerStorage:
         Rows are overwritten oldest first, so they are the oldest episodes of their env's window.
         """
         T = self.steps_per_env
-        hit = (self._valid > 0) & ((self._window_start - p) % T < m)
-        if not hit.any():
-            return
-        ids = self._grid("episode")
-        for env in np.flatnonzero(hit).tolist():
+        ids = self._rows["episode"]
+        for env in np.flatnonzero((self._valid > 0) & ((self._window_start - p) % T < m)).tolist():
             start, valid = int(self._window_start[env]), int(self._valid[env])
             while valid > 0 and (start - p) % T < m:
-                length = int(self._ep_length[ids[start, env] % len(self._ep_length)])
+                length = int(self._ep_length[ids[start * self.n_envs + env] % len(self._ep_length)])
                 start, valid = (start + length) % T, valid - length
             self._window_start[env], self._valid[env] = start, valid
 
@@ -752,7 +776,9 @@ class HerStorage:
             return
         first = (last_row + 1 - length) % T
         slot = self._new_episode_slot()
-        self._grid("episode")[(first + np.arange(length)) % T, env] = self._n_ended
+        ids = self._grid("episode")[:, env]
+        ids[first : first + length] = self._n_ended  # the episode's rows, wrapping around the ring's end
+        ids[: max(first + length - T, 0)] = self._n_ended
         self._ep_start[slot], self._ep_length[slot], self._ep_env[slot] = first, length, env
         for key, field in self.obs_names.items():
             self._finals[field][slot] = final[key]
@@ -780,6 +806,7 @@ class HerStorage:
                 grown = np.zeros(2 * size, table.dtype)
                 grown[ids % (2 * size)] = table[ids % size]
                 setattr(self, name, grown)
+            self._table_views()
 
     def _warn_outgrown(self, longer: np.ndarray, lengths: Any) -> None:
         """Note the envs (mask ``longer``) whose episode of ``lengths`` steps outgrew the ring."""
@@ -824,7 +851,7 @@ class HerStorage:
             self._book_end(env, last, int(self._steps - self._begin[env]), final)
             self._begin[env] = self._steps
         self._earliest = int(self._begin.min())
-        self._set_until_drop()
+        self._set_quiet()
         return envs
 
     # ------------------------------------------------------------------ sampling
@@ -847,8 +874,10 @@ class HerStorage:
 
     def sample_arrays(self, batch_size: int) -> dict[str, Any]:
         """:meth:`sample`, always as numpy arrays."""
-        batch_size = check_int("batch_size", batch_size, 1)
-        window_ends = np.cumsum(self._valid)
+        if type(batch_size) is not int or batch_size < 1:
+            batch_size = check_int("batch_size", batch_size, 1)
+        T, n = self.steps_per_env, self.n_envs
+        window_ends = np.cumsum(self._valid) if n > 1 else self._valid
         total = int(window_ends[-1])
         if total == 0:
             if self._outgrown.any():
@@ -865,29 +894,32 @@ class HerStorage:
                 "Unable to sample before the end of the first episode. We recommend choosing a value "
                 "for learning_starts that is greater than the maximum number of timesteps in the environment."
             )
-        T, n = self.steps_per_env, self.n_envs
         n_relabel = int(self.her_ratio * batch_size)
         uniforms = self.rng.random(batch_size + n_relabel)  # transitions', then their goals'
         # Uniform over all sampleable transitions, like stable-baselines3, without listing them: a
         # draw in [0, total) names an env (by cumulative window sizes) and an offset in its window.
-        draws = np.minimum((uniforms[:batch_size] * total).astype(np.int64), total - 1)
+        draws = (uniforms[:batch_size] * total).astype(np.int64)
+        np.minimum(draws, total - 1, out=draws)
         if n == 1:  # one window (one env): fewer array operations, 25% of sample(256)
             envs: Any = 0
-            rows = flat = (draws + self._window_start[0]) % T
+            draws += self._window_start[0]
+            rows = flat = np.remainder(draws, T, out=draws)
         else:
             envs = np.searchsorted(window_ends, draws, side="right")
             rows = (self._window_start[envs] + draws - (window_ends[envs] - self._valid[envs])) % T
             flat = rows * n + envs
-        raw = self._rows.view((np.void, self.record.itemsize))  # whole records, one memcpy each
+        raw = self._raw
         # take, not indexing: measured 3-5 us less of a sample(256) at 1M (74-76 against 77-81 us)
         records = raw.take(flat).view(self.record)
-        slot = records["episode"] % len(self._ep_length)
-        step = (rows - self._ep_start[slot]) % T  # the episode may wrap around the ring's end
+        # The table's length is a power of two (it starts at one and doubles): & is ~0.6 us less than %.
+        slot = records["episode"] & (len(self._ep_length) - 1)
+        step = rows - self._ep_start[slot]
+        step %= T  # the episode may wrap around the ring's end
         remaining = self._ep_length[slot] - step  # steps left in the episode, this one included
         # The next observation is the next row's, except after an episode's last step (in the table).
         nxt = raw.take(rows + 1, mode="wrap") if n == 1 else raw.take(((rows + 1) % T) * n + envs)
-        last = remaining == 1
-        nxt[last] = self._finals.view(raw.dtype)[slot[last]]
+        last = np.flatnonzero(remaining == 1)
+        nxt[last] = self._finals_raw[slot[last]]
         next_records = nxt.view(self.record)
         batch = {
             "observations": {key: records[field] for key, field in self.obs_names.items()},
@@ -916,21 +948,20 @@ class HerStorage:
                 "storage.set_functions(reward_fn, terminated_fn)"
             )
         v = slice(len(flat) - len(uniforms), None)
-        delta = goal_step_offsets(self.goal_selection_strategy, step[v], remaining[v], uniforms)
+        remaining = remaining[v]
+        delta = goal_step_offsets(self.goal_selection_strategy, step[v], remaining, uniforms)
         # The goal is the next achieved goal of step t + delta: the achieved goal of the row after it
         # (wrapping around the ring's end), or for the episode's last step, the final observation's.
-        goal_field = self.obs_names["achieved_goal"]
-        # Gathered as opaque bytes: numpy copies a strided field item by item (measured: 2048 goals
-        # at 1M, 110 us as a field, 50 us as bytes).
+        goal_rows = rows[v] + delta
+        goal_rows += 1
+        goal_rows %= self.steps_per_env
+        if self.n_envs > 1:
+            goal_rows = goal_rows * self.n_envs + envs[v]
         shape, dtype = self.obs_specs["achieved_goal"]
-        as_bytes = np.ndarray(
-            len(self._rows), self._goal_bytes, self._rows, self._goal_offset, self._row_stride
-        )
-        goal_rows = (rows[v] + delta + 1) % self.steps_per_env
-        goals = as_bytes[goal_rows if self.n_envs == 1 else goal_rows * self.n_envs + envs[v]]
-        goals = goals.view(dtype).reshape(len(goals), *shape)
-        last = delta == remaining[v] - 1
-        goals[last] = self._finals[goal_field][slot[v][last]]
+        # Indexing, not take: take copies a strided array whole first (the ring: milliseconds).
+        goals = self._goal_raw[goal_rows].view(dtype).reshape(len(goal_rows), *shape)
+        last = np.flatnonzero(delta == remaining - 1)
+        goals[last] = self._finals_goal[slot[v][last]]
         # The goal is part of the state: the next observation pursues the same new goal.
         batch["observations"]["desired_goal"][v] = goals
         batch["next_observations"]["desired_goal"][v] = goals
@@ -1023,10 +1054,17 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def _dot_self(array: np.ndarray) -> Any:
-    """``array . array``: NaN or inf anywhere in a real array makes it non-finite (a huge finite value
-    may too; the full checks then tell which)."""
-    return np.vdot(array, array)
+def _finite_check(runs: list[np.ndarray]) -> Callable[[], bool]:
+    """A function telling whether ``sum(run . run)`` is finite: false if NaN or inf is anywhere in the
+    real arrays ``runs`` (a huge finite value may make it false too; the full checks then tell which).
+    One or two runs (the usual record) are spelt out: ``sum(map(...))`` costs 0.3-0.5 us more."""
+    if len(runs) == 1:
+        (a,) = runs
+        return lambda: math.isfinite(a.dot(a))
+    if len(runs) == 2:
+        a, b = runs
+        return lambda: math.isfinite(a.dot(a) + b.dot(b))
+    return lambda: math.isfinite(sum(map(np.ndarray.dot, runs, runs)))
 
 
 def _tuple_getter(keys: list[str]) -> Callable[[Any], tuple[Any, ...]]:
