@@ -292,6 +292,7 @@ class HerStorage:
         self._accepted: list[tuple[Any, ...]] = []  # step signatures add() has accepted (a list: 0.2 us
         # less than a set's hash of dtypes)
         self._row_fields = {name: self._rows[name] for name in (*self._fields, "episode")}
+        self._episode_ids = self._grid("episode")  # (T, n_envs): each row's episode id
         self._pending_views = tuple(self._pending[field] for field in self.obs_names.values())
         size = self.record.itemsize
         self._raw = self._rows.view((np.void, size))  # whole records: a gather is one memcpy each
@@ -361,7 +362,15 @@ class HerStorage:
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        for name in ("_values", "_float_values", "_row_fields", "_pending_views", "_raw", "_goal_raw"):
+        for name in (
+            "_values",
+            "_float_values",
+            "_row_fields",
+            "_episode_ids",
+            "_pending_views",
+            "_raw",
+            "_goal_raw",
+        ):
             del state[name]
         for name in ("_accepted", "_finals_raw", "_finals_goal", "_finals_views", "_scratch", "_plain"):
             del state[name]
@@ -407,7 +416,7 @@ class HerStorage:
     def _episodes(self, env: int) -> list[tuple[int, int]]:
         """(first row, id) of env's sampleable episodes, oldest first."""
         out, row, left = [], int(self._window_start[env]), int(self._valid[env])
-        ids = self._grid("episode")[:, env]
+        ids = self._episode_ids[:, env]
         while left > 0:
             episode = int(ids[row])
             out.append((row, episode))
@@ -455,7 +464,7 @@ class HerStorage:
         current_len, current_start = self.current_episode_lengths, self.current_episode_starts
         current = written & ((row - current_start) % T < current_len)
         # Other written rows belong to ended episodes, known while the table holds their entry.
-        ids = self._grid("episode")
+        ids = self._episode_ids
         slot = ids % len(self._ep_length)
         start, length = self._ep_start[slot], self._ep_length[slot]
         offset = (row - start) % T
@@ -547,12 +556,19 @@ class HerStorage:
             ):
                 self._store(obs, actions, rewards, term, trunc, infos, nxt, None)  # raises, naming it
                 return
-            if self._quiet > 0 and not ended and self._plain:
-                # A quiet step (see _set_quiet), written here: _write's general path costs ~1 us more.
+            if self._quiet > 0 and self._plain:
+                # A quiet step (see _set_quiet), written here: _write's general path costs ~1 us more
+                # (~20 us more for an episode's last step).
                 self._raw[p] = self._scratch_raw[0]
                 for view, value in zip(self._pending_views, x, strict=True):
                     view[...] = value
                 self.pos, self._steps, self._quiet = p + 1, self._steps + 1, self._quiet - 1
+                if ended:
+                    length = self._steps - int(self._begin[0])
+                    self._begin[0] = self._earliest = self._steps
+                    self._book_end(0, p, length, list(map(_first, x)))
+                    if self._quiet < 1:
+                        self._set_quiet()
                 return
         elif self.check_finite:
             floats = (*self._float_values(obs), *(self._float_values(nxt) if ended else ()), actions, rewards)
@@ -749,7 +765,8 @@ class HerStorage:
     def _end_episodes(self, done: np.ndarray, nxt: dict[str, np.ndarray]) -> None:
         """Book the episodes that end in a block just written from ``pos``, in time order."""
         m, first_step = len(done), self._steps  # the block's first step
-        for step, env in zip(*np.nonzero(done), strict=True):  # row-major: time order, ids grow with time
+        steps, envs = np.nonzero(done)  # row-major: time order, ids grow with time
+        for step, env in zip(steps.tolist(), envs.tolist(), strict=True):
             length = int(first_step + step + 1 - self._begin[env])
             self._begin[env] = first_step + step + 1
             # An episode begun before the block whose first row the block overwrote after its end.
@@ -769,7 +786,7 @@ class HerStorage:
             return
         first = (last_row + 1 - length) % T
         slot = self._new_episode_slot()
-        ids = self._grid("episode")[:, env]
+        ids = self._episode_ids[:, env]
         ids[first : first + length] = self._n_ended  # the episode's rows, wrapping around the ring's end
         ids[: max(first + length - T, 0)] = self._n_ended
         self._ep_start[slot], self._ep_length[slot], self._ep_env[slot] = first, length, env
@@ -790,7 +807,7 @@ class HerStorage:
             old, env = self._n_ended - size, int(self._ep_env[slot])
             if old < 0 or self._valid[env] == 0:
                 return slot
-            oldest = int(self._grid("episode")[self._window_start[env], env])
+            oldest = int(self._episode_ids[self._window_start[env], env])
             if old < oldest:
                 return slot
             # Double it: entry id % size moves to id % (2 * size), for the ids the table holds.
