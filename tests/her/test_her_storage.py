@@ -49,8 +49,9 @@ class Episode:
 class Recorder:
     """Feeds a storage with encoded steps and keeps the reference list of episodes."""
 
-    def __init__(self, storage: HerStorage, lengths: list[list[int]], kinds: list[bool]):
+    def __init__(self, storage: HerStorage, lengths: list[list[int]], kinds: list[bool], bools: bool = False):
         self.storage = storage
+        self.bools = bools and storage.n_envs == 1  # one env's flags as Python bools (stable-baselines3's)
         self.n_envs = storage.n_envs
         self.lengths = lengths
         self.kinds = kinds
@@ -89,7 +90,8 @@ class Recorder:
                 episode.complete = True
                 self.episodes[env].append(Episode(env, episode.ordinal + 1, self.adds + 1))
         actions = np.zeros((n, 2), np.float32)
-        self.storage.add(obs, actions, rewards, terminated, truncated, [{}] * n, next_obs)
+        flags = (bool(terminated[0]), bool(truncated[0])) if self.bools else (terminated, truncated)
+        self.storage.add(obs, actions, rewards, *flags, [{}] * n, next_obs)
         self.adds += 1
 
     def cut(self) -> None:
@@ -176,35 +178,34 @@ def test_samples_match_the_reference(
         goal_selection_strategy=strategy,
         seed=seed,
     )
-    if True:
-        recorder = Recorder(storage, lengths[:n_envs], kinds)
-        for _ in range(n_steps):
-            recorder.step()
-        if cut:
-            storage.end_episodes()
-            recorder.cut()
-        sampleable = recorder.sampleable()
-        assert storage.num_sampleable == sum(e.length for e in sampleable.values())
-        assert sorted(storage.episode_lengths().tolist()) == sorted(e.length for e in sampleable.values())
-        if not sampleable:
-            # Nothing to sample: because an episode outgrew the ring (the longest is named), or
-            # because no episode has ended yet.
-            outgrown = [e.length for per_env in recorder.episodes for e in per_env]
-            longest = max((n for n in outgrown if n > storage.steps_per_env), default=0)
-            reason = (
-                f"has reached {longest} steps, more than the {storage.steps_per_env} steps"
-                if longest
-                else "before the end of the first episode"
-            )
-            with pytest.raises(RuntimeError, match=reason):
-                storage.sample(8)
-            return
-        check_batch(storage.sample(64), recorder, storage, 64)
-        # Keep adding after sampling (and after a cut): the storage must stay consistent.
-        for _ in range(7):
-            recorder.step()
-        if recorder.sampleable():
-            check_batch(storage.sample(33), recorder, storage, 33)
+    recorder = Recorder(storage, lengths[:n_envs], kinds, bools=seed % 2 == 1)
+    for _ in range(n_steps):
+        recorder.step()
+    if cut:
+        storage.end_episodes()
+        recorder.cut()
+    sampleable = recorder.sampleable()
+    assert storage.num_sampleable == sum(e.length for e in sampleable.values())
+    assert sorted(storage.episode_lengths().tolist()) == sorted(e.length for e in sampleable.values())
+    if not sampleable:
+        # Nothing to sample: because an episode outgrew the ring (the longest is named), or
+        # because no episode has ended yet.
+        outgrown = [e.length for per_env in recorder.episodes for e in per_env]
+        longest = max((n for n in outgrown if n > storage.steps_per_env), default=0)
+        reason = (
+            f"has reached {longest} steps, more than the {storage.steps_per_env} steps"
+            if longest
+            else "before the end of the first episode"
+        )
+        with pytest.raises(RuntimeError, match=reason):
+            storage.sample(8)
+        return
+    check_batch(storage.sample(64), recorder, storage, 64)
+    # Keep adding after sampling (and after a cut): the storage must stay consistent.
+    for _ in range(7):
+        recorder.step()
+    if recorder.sampleable():
+        check_batch(storage.sample(33), recorder, storage, 33)
 
 
 @settings(max_examples=60, deadline=None)
@@ -226,7 +227,7 @@ def test_extend_equals_add_step_by_step(
             goal_selection_strategy=strategy,
             seed=seed,
         )
-        recorder = Recorder(storage, lengths[:n_envs], kinds)
+        recorder = Recorder(storage, lengths[:n_envs], kinds, bools=seed % 2 == 1)
         steps = []
         storage.add = lambda *step, steps=steps: steps.append(step)  # collect the steps the recorder makes
         for _ in range(n_steps):
