@@ -300,8 +300,8 @@ class HerStorage:
         # 2048 goals at 1M, 110 us as a field, 50 us as bytes).
         shape, dtype = self.obs_specs["achieved_goal"]
         goal = np.dtype((np.void, dtype.itemsize * int(np.prod(shape, dtype=np.int64))))
-        offset = self.record.fields["obs:achieved_goal"][1]  # type: ignore[index]  # structured
-        self._goal_raw = np.ndarray(len(self._rows), goal, self._rows, offset, (size,))
+        self._goal_offset = self.record.fields["obs:achieved_goal"][1]  # type: ignore[index]  # structured
+        self._goal_raw = np.ndarray(len(self._rows), goal, self._rows, self._goal_offset, (size,))
         self._table_views()
         # One env's step as one record: built by one tuple assignment into a scratch record, its float
         # values checked by one dot product per run of same-dtype float fields, copied into the ring
@@ -323,7 +323,8 @@ class HerStorage:
     def _table_views(self) -> None:
         # The final observations as whole records and their achieved goals as bytes (see _views).
         self._finals_raw = self._finals.view(self._raw.dtype)
-        self._finals_goal = self._finals[self.obs_names["achieved_goal"]]
+        goal, offset = self._goal_raw.dtype, self._goal_offset
+        self._finals_goal = np.ndarray(len(self._finals), goal, self._finals, offset, self._finals.strides)
         self._finals_views = tuple(self._finals[field] for field in self.obs_names.values())
 
     def _float_runs(self) -> list[tuple[int, int, np.dtype]] | None:
@@ -955,11 +956,12 @@ class HerStorage:
         goal_rows %= self.steps_per_env
         if self.n_envs > 1:
             goal_rows = goal_rows * self.n_envs + envs[v]
-        shape, dtype = self.obs_specs["achieved_goal"]
         # Indexing, not take: take copies a strided array whole first (the ring: milliseconds).
-        goals = self._goal_raw[goal_rows].view(dtype).reshape(len(goal_rows), *shape)
+        goals = self._goal_raw[goal_rows]
         last = np.flatnonzero(delta == remaining - 1)
         goals[last] = self._finals_goal[slot[v][last]]
+        shape, dtype = self.obs_specs["achieved_goal"]
+        goals = goals.view(dtype).reshape(len(goal_rows), *shape)
         # The goal is part of the state: the next observation pursues the same new goal.
         batch["observations"]["desired_goal"][v] = goals
         batch["next_observations"]["desired_goal"][v] = goals
@@ -1068,8 +1070,8 @@ def _finite_check(runs: list[np.ndarray]) -> Callable[[], bool]:
 _first = itemgetter(0)
 # What _getters and _views make: not pickled.
 _MADE_ON_LOAD = frozenset(
-    "_values _float_values _accepted _row_fields _episode_ids _pending_views _raw _goal_raw _finals_raw "
-    "_finals_goal _finals_views _scratch _scratch_raw _scratch_finite _in_record_order _plain".split()
+    "_values _float_values _accepted _row_fields _episode_ids _pending_views _raw _goal_raw _goal_offset "
+    "_finals_raw _finals_goal _finals_views _scratch _scratch_raw _scratch_finite _in_record_order _plain".split()
 )
 
 
