@@ -157,7 +157,7 @@ class HerStorage:
         fields["reward"] = ((), np.dtype(np.float32))
         fields["terminated"] = fields["truncated"] = ((), np.dtype(bool))
         fields["episode"] = ((), np.dtype(np.int64))  # the id of the row's episode, once it ended
-        self.record = record_dtype(fields)
+        self.record = record_dtype(fields, last="episode")
         self._keys = tuple(self.obs_specs)
         self._getters()
         self._fields = (*self.obs_names.values(), "action", "reward", "terminated", "truncated")
@@ -321,13 +321,16 @@ class HerStorage:
         self._scratch: np.ndarray | None = None
         floats = self._float_runs()
         if self.n_envs == 1 and floats is not None:
-            self._scratch = np.zeros(1, self.record)
-            self._scratch_raw = self._scratch.view((np.void, size))
+            # Without the episode id (the record's last field): the copy leaves the row's id as it is.
+            head = np.dtype((np.void, self.record.fields["episode"][1]))  # type: ignore[index]  # structured
+            self._scratch = np.zeros(1, self.record[list(self._fields)])
+            self._scratch_raw = np.ndarray(1, head, self._scratch)
+            self._head_raw = np.ndarray(T * n, head, self._ring, 0, (size,))
             self._scratch_finite = _finite_check(
                 [np.ndarray(k, dt, self._scratch, off) for off, k, dt in floats]
             )
-            sources = [*self._fields, "episode"]
-            self._in_record_order = itemgetter(*(sources.index(name) for name in self.record.names or ()))
+            order = self._scratch.dtype.names or ()
+            self._in_record_order = itemgetter(*(self._fields.index(name) for name in order))
         self._plain = self._scratch is not None and self._infos is None and not self.info_keys
 
     def _table_views(self) -> None:
@@ -545,9 +548,7 @@ class HerStorage:
         if scratch is not None:  # one env: the step as one record (see _views)
             p = self.pos
             t, u = (term, trunc_stored) if bools else (term[0], trunc_stored[0])
-            # The row keeps its episode id (written when an episode ends), as a write per field does.
-            values = (*map(_first, (*o, actions, rewards)), t, u, self._row_fields["episode"][p])
-            scratch[0] = self._in_record_order(values)
+            scratch[0] = self._in_record_order((*map(_first, (*o, actions, rewards)), t, u))
             if self.check_finite and not (
                 self._scratch_finite()
                 and (not ended or all(math.isfinite(abs(np.vdot(a, a))) for a in self._float_values(nxt)))
@@ -557,7 +558,7 @@ class HerStorage:
             if self._quiet > 0 and self._plain:
                 # A quiet step (see _set_quiet), written here: _write's general path costs ~1 us more
                 # (~20 us more for an episode's last step).
-                self._raw[p] = self._scratch_raw[0]
+                self._head_raw[p] = self._scratch_raw[0]
                 for view, value in zip(self._pending_views, x, strict=True):
                     view[...] = value
                 self.pos, self._steps, self._quiet = p + 1, self._steps + 1, self._quiet - 1
@@ -703,7 +704,7 @@ class HerStorage:
         head = min(m, T - p) * n  # the rows up to the ring's end, then the rest from row 0
         row_fields = self._row_fields
         if fields is None:  # one env's step, built as one record by add()
-            self._raw[p] = self._scratch_raw[0]
+            self._head_raw[p] = self._scratch_raw[0]
             fields = {}
         for name, values in fields.items():
             view = row_fields[name]
@@ -1046,17 +1047,20 @@ def action_spec(action_space: Any) -> Spec:
         ) from None
 
 
-def record_dtype(fields: Mapping[str, Spec]) -> np.dtype:
+def record_dtype(fields: Mapping[str, Spec], last: str | None = None) -> np.dtype:
     """The structured dtype of one row record, every field aligned to its item size.
 
-    Fields are placed by decreasing item size, so none needs padding; the record is padded to a
-    multiple of 8 bytes, so every field stays aligned in an array of records (``torch.from_numpy``
-    needs strides that are multiples of the item size).
+    Fields are placed by decreasing item size, so none needs padding, but ``last`` goes last (aligned);
+    the record is padded to a multiple of 8 bytes, so every field stays aligned in an array of
+    records (``torch.from_numpy`` needs strides that are multiples of the item size).
     """
     names, formats, offsets, offset = [], [], [], 0
-    for name, (shape, dtype) in sorted(fields.items(), key=lambda item: -item[1][1].itemsize):
+    for name, (shape, dtype) in sorted(
+        fields.items(), key=lambda item: (item[0] == last, -item[1][1].itemsize)
+    ):
         names.append(name)
         formats.append((dtype, shape) if shape else dtype)
+        offset = -(-offset // dtype.alignment) * dtype.alignment
         offsets.append(offset)
         offset += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     itemsize = max(-(-offset // 8) * 8, 8)
@@ -1086,7 +1090,7 @@ _first = itemgetter(0)
 # What _getters and _views make: not pickled.
 _MADE_ON_LOAD = frozenset(
     "_values _float_values _accepted _rows _pair _pairs _row_fields _episode_ids _pending_views _raw _goal_raw _goal_offset "
-    "_finals_raw _finals_goal _finals_views _scratch _scratch_raw _scratch_finite _in_record_order _plain".split()
+    "_finals_raw _finals_goal _finals_views _scratch _scratch_raw _head_raw _scratch_finite _in_record_order _plain".split()
 )
 
 
