@@ -7,9 +7,10 @@ gathers whole records through an opaque byte view, one memcpy per record, where 
 would cost one cache miss each per sampled row.
 
 Each observation is stored **once**: within an episode the next observation of step ``t`` is the
-observation of step ``t + 1``, the next row's. The next observation of an episode's last step
-(its final observation) is kept in a table of episodes, with the episode's first row and length.
-For 50-step episodes this halves the memory of storing ``obs`` and ``next_obs`` side by side.
+observation of step ``t + 1``, the next row's (a copy of row 0 after the last row, made by each
+sample, makes that true of the last row too). The next observation of an episode's last step (its
+final observation) is kept in a table of episodes, with the episode's first row and length. For
+50-step episodes this halves the memory of storing ``obs`` and ``next_obs`` side by side.
 
 Which transitions can be sampled: those of the complete episodes still whole in the ring. Rows are
 written in order, so per env they form one (circular) window of rows, from the first row of the
@@ -300,7 +301,7 @@ class HerStorage:
         self._episode_ids = self._grid("episode")  # (T, n_envs): each row's episode id
         self._pending_views = tuple(self._pending[field] for field in self.obs_names.values())
         self._raw = self._ring.view((np.void, size))  # whole records: a gather is one memcpy each
-        # One env: a row and the next as one item, gathered in one copy (~4 us less a sample(256)).
+        # One env: a row and the next as one item, gathered in one copy (~2 us less a sample(256)).
         self._pairs: np.ndarray | None = None
         if n == 1:
             names, formats = ["row", "next", "next_bytes"], [self.record, self.record, self._raw.dtype]
@@ -331,7 +332,8 @@ class HerStorage:
             )
             order = self._scratch.dtype.names or ()
             self._in_record_order = itemgetter(*(self._fields.index(name) for name in order))
-        self._plain = self._scratch is not None and self._infos is None and not self.info_keys
+        # Whether add's quiet steps take the one-record path (one env, no infos kept).
+        self._record_path = self._scratch is not None and self._infos is None and not self.info_keys
 
     def _table_views(self) -> None:
         # The final observations as whole records and their achieved goals as bytes (see _views).
@@ -521,9 +523,8 @@ class HerStorage:
         # the first, usually): the full checks cost several times the write itself.
         try:
             o, x = self._values(obs), self._values(nxt)
-            bools = (
-                type(term) is bool and type(trunc) is bool
-            )  # one env's flags (stable-baselines3's adapter)
+            # One env's flags may be Python bools (stable-baselines3's adapter gives them so).
+            bools = type(term) is bool and type(trunc) is bool
             arrays = (*o, *x, actions, rewards) if bools else (*o, *x, actions, rewards, term, trunc)
             known = (
                 type(obs) is dict
@@ -555,7 +556,7 @@ class HerStorage:
             ):
                 self._store(obs, actions, rewards, term, trunc, infos, nxt, None)  # raises, naming it
                 return
-            if self._quiet > 0 and self._plain:
+            if self._quiet > 0 and self._record_path:
                 # A quiet step (see _set_quiet), written here: _write's general path costs ~1 us more
                 # (~20 us more for an episode's last step).
                 self._head_raw[p] = self._scratch_raw[0]
@@ -753,11 +754,10 @@ class HerStorage:
         Rows are overwritten oldest first, so they are the oldest episodes of their env's window.
         """
         T = self.steps_per_env
-        ids = self._rows["episode"]
         for env in np.flatnonzero((self._valid > 0) & ((self._window_start - p) % T < m)).tolist():
             start, valid = int(self._window_start[env]), int(self._valid[env])
             while valid > 0 and (start - p) % T < m:
-                length = int(self._ep_length[ids[start * self.n_envs + env] % len(self._ep_length)])
+                length = int(self._ep_length[self._episode_ids[start, env] % len(self._ep_length)])
                 start, valid = (start + length) % T, valid - length
             self._window_start[env], self._valid[env] = start, valid
 
@@ -1090,7 +1090,7 @@ _first = itemgetter(0)
 # What _getters and _views make: not pickled.
 _MADE_ON_LOAD = frozenset(
     "_values _float_values _accepted _rows _pair _pairs _row_fields _episode_ids _pending_views _raw _goal_raw _goal_offset "
-    "_finals_raw _finals_goal _finals_views _scratch _scratch_raw _head_raw _scratch_finite _in_record_order _plain".split()
+    "_finals_raw _finals_goal _finals_views _scratch _scratch_raw _head_raw _scratch_finite _in_record_order _record_path".split()
 )
 
 
