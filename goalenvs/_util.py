@@ -7,7 +7,7 @@ through a wrapper chain follows the same rules. Nothing here is public API.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -64,17 +64,6 @@ def _range(low: float | None, high: float | None, strict: bool = False) -> str:
     return ""
 
 
-def wrapper_layers(env: Any) -> Iterator[Any]:
-    """``env`` and every env it wraps, outermost first (following ``.env`` as Gymnasium wrappers do)."""
-    layer = env
-    while layer is not None:
-        yield layer
-        inner = getattr(layer, "env", None)
-        if inner is layer:
-            return
-        layer = inner
-
-
 def time_limit(env: Any) -> tuple[int, int] | None:
     """``(elapsed_steps, max_episode_steps)`` of the outermost ``TimeLimit`` around ``env``, or None.
 
@@ -83,7 +72,9 @@ def time_limit(env: Any) -> tuple[int, int] | None:
     """
     import gymnasium as gym
 
-    for layer in wrapper_layers(env):
+    from her.envfns import env_layers
+
+    for layer in env_layers(env):
         if isinstance(layer, gym.wrappers.TimeLimit):
             return int(layer._elapsed_steps or 0), int(layer._max_episode_steps)
     return None

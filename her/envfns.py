@@ -38,7 +38,9 @@ import gymnasium as gym
 __all__ = [
     "GOAL_FUNCTIONS",
     "IDS_IN_WORKERS",
+    "env_layers",
     "find_goal_function",
+    "locate_env_attribute",
     "resolve_env_attribute",
     "resolve_env_function",
     "resolve_env_function_or_reason",
@@ -48,27 +50,44 @@ __all__ = [
 GOAL_FUNCTIONS: tuple[str, str, str] = ("compute_reward", "compute_terminated", "compute_truncated")
 
 
-def find_goal_function(env: Any, name: str) -> Callable[..., Any] | None:
-    """``env``'s ``name`` function (looked up through its wrappers, as ``get_wrapper_attr`` does), or None.
+def env_layers(env: Any) -> list[Any]:
+    """``env`` and every env it wraps, outermost first (following ``.env`` as Gymnasium wrappers do)."""
+    layers = [env]
+    while (inner := getattr(layers[-1], "env", None)) is not None and inner is not layers[-1]:
+        layers.append(inner)
+    return layers
 
-    For a vector env the chain of vector wrappers is searched first, then sub-env 0 of a
-    ``SyncVectorEnv`` (the functions are pure, so any sub-env answers for all of them). In-process
-    envs only (see :func:`resolve_env_function` for the others).
+
+def locate_env_attribute(env: Any, name: str, functions_only: bool = True) -> tuple[Any, Any, int] | None:
+    """``(value, provider, index)`` of ``env``'s attribute ``name`` (a function, with ``functions_only``),
+    or None.
+
+    Looked up through the wrappers, outermost first, as ``get_wrapper_attr`` does; ``provider`` is the
+    layer that has it and ``index`` its place in :func:`env_layers` of ``env``. For a vector env the
+    chain of vector wrappers is searched first, then the layers of sub-env 0 of a ``SyncVectorEnv``
+    (goal functions are pure, so any sub-env answers for all of them); ``index`` is then
+    ``len(env_layers(env))``. In-process envs only (see :func:`resolve_env_function` for the others).
     """
-    layer = env
-    while layer is not None:  # env and every env it wraps, outermost first (Gymnasium's `.env`)
-        fn = getattr(layer, name, None)
-        if callable(fn):
-            return fn
-        inner = getattr(layer, "env", None)
-        if inner is None or inner is layer:
-            break
-        layer = inner
-    sub_envs = getattr(layer, "envs", None)
+    layers = env_layers(env)
+    chains: list[tuple[list[Any], int | None]] = [(layers, None)]
+    sub_envs = getattr(layers[-1], "envs", None)
     if isinstance(env, gym.vector.VectorEnv) and sub_envs:
-        fn = _wrapper_attr(sub_envs[0], name)
-        return fn if callable(fn) else None
+        chains.append((env_layers(sub_envs[0]), len(layers)))
+    for chain, index in chains:
+        for i, layer in enumerate(chain):
+            value = getattr(layer, name, _MISSING)
+            if callable(value) if functions_only else value is not _MISSING:
+                return value, layer, i if index is None else index
     return None
+
+
+_MISSING = object()
+
+
+def find_goal_function(env: Any, name: str) -> Callable[..., Any] | None:
+    """``env``'s ``name`` function (see :func:`locate_env_attribute`), or None."""
+    found = locate_env_attribute(env, name)
+    return None if found is None else found[0]
 
 
 def resolve_env_attribute(env: Any, name: str) -> Any:

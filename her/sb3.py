@@ -58,15 +58,10 @@ from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy 
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as _SB3HerReplayBuffer
 
 from her.envfns import IDS_IN_WORKERS, resolve_env_attribute, resolve_env_function_or_reason
-from her.storage import GoalFn, HerStorage
+from her.storage import GoalFn, HerStorage, _readonly
 from her.strategies import GoalSelectionStrategy
 
 __all__ = ["HerReplayBuffer"]
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array.flags.writeable = False
-    return array
 
 
 def _refuse_write(name: str) -> NoReturn:

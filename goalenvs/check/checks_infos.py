@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from goalenvs._util import wrapper_layers
 from goalenvs.check.context import Context
 from goalenvs.check.contract import call, rewards_close
 from goalenvs.check.report import Skip, Verdict
 from goalenvs.check.values import QuietGoalFunctions
+from her.envfns import locate_env_attribute
 
 __all__ = ["ATTRIBUTE", "check_reward_info_keys"]
 
@@ -30,14 +30,8 @@ ATTRIBUTE = "reward_info_keys"
 def _declared(ctx: Context) -> tuple[Any, str] | None:
     """``(value, provider name)`` of the first layer (outermost first, then a vector env's sub-env 0)
     that has :data:`ATTRIBUTE`, or None."""
-    layers = list(ctx.layers)
-    sub_envs = ctx.sub_envs()
-    if ctx.vector and sub_envs:
-        layers += wrapper_layers(sub_envs[0])
-    for layer in layers:
-        if hasattr(layer, ATTRIBUTE):
-            return getattr(layer, ATTRIBUTE), type(layer).__name__
-    return None
+    found = locate_env_attribute(ctx.env, ATTRIBUTE, functions_only=False)
+    return None if found is None else (found[0], type(found[1]).__name__)
 
 
 def _changed(value: Any) -> Any:

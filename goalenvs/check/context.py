@@ -9,12 +9,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from goalenvs._util import time_limit, wrapper_layers
+from goalenvs._util import time_limit
 from goalenvs.check.contract import call, rewards_close
 from goalenvs.check.report import Skip
 from goalenvs.check.rollout import Event, Rollout, Transition, slice_obs
 from goalenvs.check.values import QuietGoalFunctions, copy_obs
-from her.envfns import GOAL_FUNCTIONS
+from her.envfns import GOAL_FUNCTIONS, env_layers, locate_env_attribute
 
 __all__ = ["GOAL_FUNCTIONS", "Context"]
 
@@ -40,7 +40,7 @@ class Context:
         self.seed = seed
         self.vector = isinstance(env, gym.vector.VectorEnv)
         self.num_envs = int(env.num_envs) if self.vector else 1
-        self.layers = list(wrapper_layers(env))  # outermost first, ending with the bare env
+        self.layers = env_layers(env)  # outermost first, ending with the bare env
         self.space = env.single_observation_space if self.vector else env.observation_space
         self.rng = np.random.default_rng(seed)
         self.action_space = copy.deepcopy(env.action_space)  # never reseed the user's own space
@@ -67,28 +67,17 @@ class Context:
         return self.rollout.transitions
 
     def find(self, name: str) -> tuple[Callable[..., Any], str, int] | None:
-        """``(function, provider name, layer index)`` the way ``get_wrapper_attr`` resolves it, or None.
-
-        The lookup of :func:`her.envfns.find_goal_function`, walked here itself because the report
-        names where the function was found (the provider and its layer), which that one does not give.
+        """``(function, provider name, layer index)``, found by :func:`her.envfns.locate_env_attribute`.
 
         The layer index says where in :attr:`layers` the function lives (``len(layers)`` for a
         vector env's sub-env 0, where SB3's ``env_method(..., indices=[0])`` would find it).
         """
         if name not in self._fns:
-            found = None
-            for i, layer in enumerate(self.layers):
-                fn = getattr(layer, name, None)
-                if callable(fn):
-                    found = (fn, type(layer).__name__, i)
-                    break
-            sub_envs = self.sub_envs()
-            if found is None and self.vector and sub_envs:
-                for layer in wrapper_layers(sub_envs[0]):
-                    fn = getattr(layer, name, None)
-                    if callable(fn):
-                        found = (fn, f"{type(layer).__name__} (sub-env 0)", len(self.layers))
-                        break
+            found = locate_env_attribute(self.env, name)
+            if found is not None:
+                fn, provider, index = found
+                sub_env = " (sub-env 0)" if index == len(self.layers) else ""
+                found = (fn, f"{type(provider).__name__}{sub_env}", index)
             self._fns[name] = found
         return self._fns[name]
 

@@ -52,7 +52,8 @@ MAX_ONE_HOT = 4096
 # Statistics
 
 
-def _readonly(x: Any, name: str) -> np.ndarray:
+def _finite_constant(x: Any, name: str) -> np.ndarray:
+    """A read-only float64 copy of ``x``, refused (naming ``name``) unless finite."""
     a = np.array(x, dtype=np.float64)  # a copy: the caller cannot change it later either
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got {x!r}")
@@ -113,7 +114,7 @@ class GoalStats:
         for name in ("goal_mean", "goal_std", "observation_mean", "observation_std"):
             value = getattr(self, name)
             if value is not None:
-                object.__setattr__(self, name, _readonly(value, name))
+                object.__setattr__(self, name, _finite_constant(value, name))
         for name in ("goal_std", "observation_std"):
             value = getattr(self, name)
             if value is not None and not np.all(value > 0):
