@@ -1074,16 +1074,18 @@ def _readonly(array: np.ndarray) -> np.ndarray:
 
 
 def _finite_check(runs: list[np.ndarray]) -> Callable[[], bool]:
-    """A function telling whether ``sum(run . run)`` is finite: false if NaN or inf is anywhere in the
+    """A function telling whether every ``run . run`` is finite: false if NaN or inf is anywhere in the
     real arrays ``runs`` (a huge finite value may make it false too; the full checks then tell which).
-    One or two runs (the usual record) are spelt out: ``sum(map(...))`` costs 0.3-0.5 us more."""
+    ``np.vdot``: the one product that does not warn when it overflows. One or two runs (the usual
+    record) are spelt out: ``all(map(...))`` costs 0.3-0.5 us more."""
+    isfinite, vdot = math.isfinite, np.vdot
     if len(runs) == 1:
         (a,) = runs
-        return lambda: math.isfinite(a.dot(a))
+        return lambda: isfinite(vdot(a, a))
     if len(runs) == 2:
         a, b = runs
-        return lambda: math.isfinite(a.dot(a) + b.dot(b))
-    return lambda: math.isfinite(sum(map(np.ndarray.dot, runs, runs)))
+        return lambda: isfinite(vdot(a, a)) and isfinite(vdot(b, b))
+    return lambda: all(map(isfinite, map(vdot, runs, runs)))
 
 
 _first = itemgetter(0)
