@@ -388,6 +388,11 @@ def test_a_second_process_is_refused_and_a_dead_holders_lock_is_taken_over(tmp_p
     try:
         _wait_for_a_checkpoint(out, proc)
         proc.send_signal(signal.SIGSTOP)  # holds its lock, writes nothing while the others try
+        # The signal takes effect a moment later, maybe in the middle of a checkpoint's write: wait until
+        # the child has stopped before reading the folder (a snapshot taken earlier once caught a file
+        # still being written).
+        _, status = os.waitpid(proc.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)
         before = snapshot(out)
         expected = (
             f"{PREFIX}{out} is in use by another process (pid {proc.pid}); wait for it to end, or choose "
