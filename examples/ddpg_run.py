@@ -40,6 +40,7 @@ from runfolder import (
     RunError,
     RunFolder,
     csv_text,
+    curve_png,
     make_numbered_folder,
     run_main,
     write_atomic,
@@ -406,22 +407,8 @@ def record_gif(
 
 def plot(rows: list[dict[str, Any]], title: str) -> bytes:
     """The success curve of ``rows`` as a PNG file's bytes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.2))
-    ax.plot(
-        [r["env_steps"] / 1000 for r in rows], [r["success_rate"] for r in rows], marker="o", markersize=3
-    )
-    ax.set(xlabel="env steps (thousands)", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    data = io.BytesIO()
-    fig.savefig(data, format="png", dpi=100)
-    plt.close(fig)
-    return data.getvalue()
+    steps = [r["env_steps"] / 1000 for r in rows]
+    return curve_png(steps, [r["success_rate"] for r in rows], "env steps (thousands)", title)
 
 
 # ------------------------------------------------------------------------------------------ starting

@@ -10,14 +10,13 @@ A module of ``examples/train.py``, not a script: it sets no torch threads, ``tra
 
 from __future__ import annotations
 
-import io
 import time
 from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from runfolder import csv_text  # examples/runfolder.py
+from runfolder import csv_text, curve_png  # examples/runfolder.py
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger
@@ -151,17 +150,5 @@ def dump_alone(logger: Logger, values: dict[str, float], step: int) -> None:
 
 def plot_curve(rows: list[dict[str, float]], title: str) -> bytes:
     """The success curve as a PNG file's bytes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot([r["timesteps"] for r in rows], [r["success_rate"] for r in rows], marker="o")
-    ax.set(xlabel="environment steps", ylabel="success rate", ylim=(-0.02, 1.02), title=title)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=100)
-    plt.close(fig)
-    return png.getvalue()
+    steps = [r["timesteps"] for r in rows]
+    return curve_png(steps, [r["success_rate"] for r in rows], "environment steps", title)

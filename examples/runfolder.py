@@ -226,6 +226,24 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
     return text.getvalue()
 
 
+def curve_png(steps: list[float], success: list[float], xlabel: str, title: str) -> bytes:
+    """A success curve (success rate against ``steps``) as a PNG file's bytes (both scripts' plot)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(steps, success, marker="o", markersize=3)
+    ax.set(xlabel=xlabel, ylabel="success rate", ylim=(-0.02, 1.02), title=title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
+    plt.close(fig)
+    return png.getvalue()
+
+
 def make_numbered_folder(parent: Path, name: str) -> Path:
     """Make ``parent/<name>_<N>`` and return it: N is one above the highest of the folders already named
     so (stable-baselines3's numbering of its TensorBoard runs), and a folder made by another process
