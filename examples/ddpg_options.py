@@ -39,6 +39,10 @@ CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"
 OUTPUTS = ("config.json", "commands.txt", "eval.csv", "success.png", "policy.gif")
 
 
+# Settings added after runs were recorded, with the value those runs used: a config.json or checkpoint
+# without the key is read with it, so that such a run resumes as it ran.
+ADDED_SETTINGS: dict[str, Any] = {"fused_adam": False}
+
 # The accepted values of every numeric setting, checked before anything is written (options, the
 # --conf-file entry and, on --resume, config.json alike).
 _PROBABILITY = Range(float, 0.0, 1.0)
@@ -65,7 +69,7 @@ def check_config(values: dict[str, Any], where: str) -> None:
     for name, value in values.items():
         if name in ("env_id",) and not isinstance(value, str):
             raise RunError(f"{where} {name}: {value!r} is not accepted; accepted: an env id (a string)")
-        if name == "bf16" and not isinstance(value, bool):
+        if name in ("bf16", "fused_adam") and not isinstance(value, bool):
             raise RunError(f"{where} {name}: {value!r} is not accepted; accepted: true or false")
     check_settings(values, RANGES, where)
 
@@ -136,6 +140,8 @@ def read_config(run_dir: Path, config: type[Config]) -> tuple[dict[str, Any], An
         raise RunError(f"--resume: {path} is not valid JSON ({exc}); {fix}") from None
     names = {f.name for f in fields(config)}
     tensorboard = saved.pop("tensorboard", None) if isinstance(saved, dict) else None  # absent: older runs
+    if isinstance(saved, dict):
+        saved = {**ADDED_SETTINGS, **saved}
     if not isinstance(saved, dict) or set(saved) != names:
         got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
         raise RunError(f"--resume: {path} does not hold the settings of a her_ddpg run (keys {got}); {fix}")

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 import gymnasium as gym
 import numpy as np
 import torch
-from ddpg_options import OUTPUTS, SCRIPT, build_parser, cores_each, parse_args
+from ddpg_options import ADDED_SETTINGS, OUTPUTS, SCRIPT, build_parser, cores_each, parse_args
 from numpy.typing import ArrayLike
 from runfolder import (
     Checkpoint,
@@ -473,6 +473,7 @@ def _take_up(
                 f"{world.size}; accepted: the same number ({_launch(workers)}): the replay storage and envs are "
                 "split between the workers"
             )
+        saved = {**ADDED_SETTINGS, **saved}
         changed = sorted(
             k for k, v in asdict(cfg).items() if k not in ("epochs", "threads") and saved.get(k) != v
         )

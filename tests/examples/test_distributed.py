@@ -142,6 +142,57 @@ def test_shares_partition_the_envs_batch_and_buffer() -> None:
     assert World(0, 1).share(16) == (0, 16)  # one worker: everything, as before workers existed
 
 
+# One worker of test_sums_in_flight_at_once_are_exact_on_every_worker: two sums started before either is
+# waited for (as the updates overlap the critic's and the actor's), waited in the other order.
+SUMS = """
+import sys, torch
+sys.path.insert(0, sys.argv[1])
+from workers import World
+world = World.from_env()
+r = world.rank
+a = torch.arange(100_000, dtype=torch.float32) * (r + 1) / 7
+b = torch.full((3,), 0.1 * (r + 1), dtype=torch.float64)
+wait_a = world.start_sum(a)
+wait_b = world.start_sum(b, torch.empty_like(b))
+assert wait_b() is b and wait_a() is a
+print(a.numpy().tobytes().hex()[:64], a[-1].item(), b.tolist(), flush=True)
+world.close()
+"""
+
+
+@pytest.mark.parametrize("size", [2, 3, 4])
+def test_sums_in_flight_at_once_are_exact_on_every_worker(size: int) -> None:
+    port = _free_port()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SUMS, str(EXAMPLES)],
+            env={
+                **ENV,
+                "RANK": str(r),
+                "WORLD_SIZE": str(size),
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(port),
+                "LOCAL_RANK": str(r),
+                "LOCAL_WORLD_SIZE": str(size),
+            },  # fmt: skip
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for r in range(size)
+    ]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
+    lines = {out.strip() for out, _ in outs}
+    assert len(lines) == 1  # the same bits on every worker
+    (line,) = lines
+    expected = torch.arange(100_000, dtype=torch.float32)[-1].item() * sum(range(1, size + 1)) / 7
+    assert float(line.split()[1]) == pytest.approx(expected, rel=1e-6)
+    assert [float(v) for v in line.split("[")[1].rstrip("]").split(",")] == pytest.approx(
+        [0.1 * size * (size + 1) / 2] * 3
+    )
+
+
 def test_a_world_that_torchrun_did_not_describe_is_one_line(monkeypatch) -> None:
     monkeypatch.setenv("WORLD_SIZE", "two")
     with pytest.raises(

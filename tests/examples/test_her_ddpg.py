@@ -78,6 +78,65 @@ def test_update_clips_targets_and_moves_both_networks() -> None:
         torch.testing.assert_close(t, 0.95 * t0 + 0.05 * p)
 
 
+def _batch(rng: np.random.Generator, b: int = 16) -> dict:
+    def obs() -> dict:
+        return {"observation": rng.normal(size=(b, 5)).astype(np.float32),
+                "desired_goal": rng.normal(size=(b, 3)).astype(np.float32)}  # fmt: skip
+
+    return {"observations": obs(), "next_observations": obs(), "rewards": -rng.integers(0, 2, b).astype(np.float32),
+            "actions": rng.uniform(-1, 1, (b, 4)).astype(np.float32), "terminateds": np.zeros(b, np.float32)}  # fmt: skip
+
+
+@pytest.mark.parametrize("bf16", [True, False])
+def test_updates_take_the_textbook_steps_in_turn_bit_for_bit(bf16: bool) -> None:
+    """``Agent.updates`` reorders work so that gradient sums overlap it: the result must be exactly that of
+    the plain order, batch by batch (critic step; actor loss through the stepped critic; actor step)."""
+    import copy
+
+    cfg = her_ddpg.Config(hidden=32, layers=2, bf16=bf16)
+    torch.manual_seed(0)
+    agent = her_ddpg.Agent(cfg, obs_dim=5, goal_dim=3, act_dim=4)
+    rng = np.random.default_rng(0)
+    agent.o_norm.update(rng.normal(size=(50, 5)))
+    agent.g_norm.update(rng.normal(size=(50, 3)))
+    agent.critic_target.requires_grad_(False)
+    for p in agent.actor_target.parameters():  # targets apart from the networks, so that mixing them up shows
+        p.data.mul_(0.5)
+    for p in agent.critic_target.parameters():
+        p.data.add_(0.1)
+    plain = copy.deepcopy(agent)
+    batches = [_batch(rng) for _ in range(4)]
+    drawn: list[int] = []
+
+    def lazily():
+        for i, batch in enumerate(batches):
+            drawn.append(i)
+            yield batch
+
+    agent.updates(lazily())
+    assert drawn == [0, 1, 2, 3]
+    for batch in batches:
+        obs, nxt = batch["observations"], batch["next_observations"]
+        x = plain.inputs(obs["observation"], obs["desired_goal"])
+        x2 = plain.inputs(nxt["observation"], nxt["desired_goal"])
+        a = torch.from_numpy(batch["actions"])
+        with torch.no_grad():
+            q2 = plain.critic_target(torch.cat([x2, torch.tanh(plain.actor_target(x2))], 1))
+            target = (torch.from_numpy(batch["rewards"])[:, None] + cfg.gamma * q2).clamp(
+                -1 / (1 - cfg.gamma), 0
+            )
+        plain.critic_opt.zero_grad()
+        (plain.critic(torch.cat([x, a], 1)) - target).pow(2).mean().backward()
+        plain.critic_opt.step()
+        plain.actor_opt.zero_grad()
+        pi = torch.tanh(plain.actor(x))
+        (-plain.critic(torch.cat([x, pi], 1)).mean() + cfg.action_l2 * pi.pow(2).mean()).backward()
+        plain.actor_opt.step()
+    for net in ("actor", "critic"):
+        for p, q in zip(getattr(agent, net).parameters(), getattr(plain, net).parameters(), strict=True):
+            assert torch.equal(p, q), net
+
+
 def _rows(out: Path) -> list[dict[str, str]]:
     return list(csv.DictReader((out / "eval.csv").open()))
 
@@ -172,6 +231,27 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
     assert [r["success_rate"] for r in ra] == [r["success_rate"] for r in rb]
     assert [int(r["epoch"]) for r in rb] == [1, 2, 3]  # appended to the same curve
     assert len((split / "commands.txt").read_text().splitlines()) == 2
+
+
+def test_a_run_recorded_before_fused_adam_resumes_as_it_ran(tmp_path: Path) -> None:
+    """Runs written before the ``fused_adam`` setting existed lack it in config.json and in their checkpoint:
+    they resume with the per-tensor Adam they ran with, bit for bit; new runs use the fused one."""
+    whole, split, fused = tmp_path / "whole", tmp_path / "split", tmp_path / "fused"
+    her_ddpg.main([*TINY, "--epochs", "2", "--no-fused-adam", "--output", str(whole)])
+    her_ddpg.main([*TINY, "--epochs", "1", "--no-fused-adam", "--output", str(split)])
+    her_ddpg.main([*TINY, "--epochs", "2", "--output", str(fused)])
+    config = json.loads((split / "config.json").read_text())
+    assert config.pop("fused_adam") is False
+    (split / "config.json").write_text(json.dumps(config))
+    manifest = _checkpoint(split) / "MANIFEST.json"
+    text = json.loads(manifest.read_text())
+    assert text["meta"]["config"].pop("fused_adam") is False
+    manifest.write_text(json.dumps(text))
+    her_ddpg.main(["--resume", str(split), "--epochs", "2", "--no-gif"])
+    assert json.loads((split / "config.json").read_text())["fused_adam"] is False
+    a, b, c = _state(whole)["agent"], _state(split)["agent"], _state(fused)["agent"]
+    assert all(torch.equal(v, b["actor"][k]) for k, v in a["actor"].items())
+    assert not all(torch.equal(v, c["actor"][k]) for k, v in a["actor"].items())  # the setting tells
 
 
 @pytest.mark.parametrize(
