@@ -17,7 +17,8 @@ Observations and goals are normalised by running statistics, clipped to +-5. The
 L2 penalty on its actions; critic targets are clipped to ``[-1/(1-gamma), 0]`` (Fetch rewards are
 0 or -1). One process does the work of the paper's 8 workers: the envs are cheap, the updates are
 the cost, and their hidden layers run in bfloat16 (``--no-bf16`` to turn it off), several times
-faster than float32 at batch 2048 on a CPU with AMX or AVX-512 BF16. ``--profile`` prints where the
+faster than float32 at batch 2048 on a CPU with AMX or AVX-512 BF16, and Adam runs its fused kernel
+(``--no-fused-adam``: the per-tensor loop of runs recorded before it). ``--profile`` prints where the
 time went.
 
 Writes to ``--output`` (default ``runs/<env>_ddpg_s<seed>``): ``config.json``, ``eval.csv`` (one row
@@ -46,7 +47,7 @@ only rank 0 writes.
 Under ``torchrun`` the run is W workers (``examples/workers.py``): each steps its share of the envs,
 keeps its own storage shard and samples its share of each batch; the gradients of every update and
 the normalisers' statistics are summed over the workers, so every setting means what it means in one
-process. Rank 0 writes the folder; its checkpoints hold every worker's part (``storage-<r>.pkl``,
+process. The sums overlap the work that does not need them (:meth:`Agent.updates`). Rank 0 writes the folder; its checkpoints hold every worker's part (``storage-<r>.pkl``,
 ``envs-<r>.pkl``), and ``--resume`` needs the same number of workers. docs/training.md says more.
 
 Read it top to bottom: the settings (:class:`Config`), the networks (:class:`Agent`), what the loop works

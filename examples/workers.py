@@ -92,9 +92,9 @@ class World:
         A power-of-two world exchanges whole buffers pairwise (recursive doubling: ``log2 W`` rounds, each
         ``a + b`` on one side and ``b + a`` on the other, equal in floating point); on two workers this took
         half the time of gloo's ring ``all_reduce`` (0.63 against 1.25 ms for the 140k float32 gradients of
-        one network, between two otherwise idle processes here). The first round is in flight when this
-        returns (gloo's own thread receives it); further rounds run in the wait. Other sizes use an
-        asynchronous ``all_reduce``. ``scratch`` (like ``tensor``) receives the peer's buffer; it is made
+        one network, between two otherwise idle processes here). The first round is posted when this returns
+        (gloo writes what the socket takes at once, and its own thread moves the rest); further rounds run
+        in the wait. Other sizes use an asynchronous ``all_reduce``. ``scratch`` (like ``tensor``) receives the peer's buffer; it is made
         when not given.
         """
         if self.size == 1:
