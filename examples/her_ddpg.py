@@ -47,8 +47,9 @@ only rank 0 writes.
 Under ``torchrun`` the run is W workers (``examples/workers.py``): each steps its share of the envs,
 keeps its own storage shard and samples its share of each batch; the gradients of every update and
 the normalisers' statistics are summed over the workers, so every setting means what it means in one
-process. The sums overlap the work that does not need them (:meth:`Agent.updates`). Rank 0 writes the folder; its checkpoints hold every worker's part (``storage-<r>.pkl``,
-``envs-<r>.pkl``), and ``--resume`` needs the same number of workers. docs/training.md says more.
+process. The sums overlap the work that does not need them (:meth:`Agent.updates`). Rank 0 writes the
+folder; its checkpoints hold every worker's part (``storage-<r>.pkl``, ``envs-<r>.pkl``), and
+``--resume`` needs the same number of workers. docs/training.md says more.
 
 Read it top to bottom: the settings (:class:`Config`), the networks (:class:`Agent`), what the loop works
 on and its steps (:class:`Trainer`), then the loop (:func:`train`). The run machinery (options, the
@@ -514,7 +515,7 @@ def _width(space: gym.Space[Any]) -> int:
 
 
 def _nothing() -> None:
-    pass
+    """The actor step before the first batch of :meth:`Agent.updates`: none."""
 
 
 def _stack(dicts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:

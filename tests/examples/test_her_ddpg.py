@@ -302,6 +302,7 @@ def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, c
         ("buffer_size: 1e6", "key buffer_size: '1e6' is not accepted; accepted: an integer"),
         ("n_envs: true", "key n_envs: True is not accepted"),
         ("bf16: 3", "key bf16: 3 is not accepted; accepted: true or false"),
+        ("fused_adam: yes please", "key fused_adam: 'yes please' is not accepted; accepted: true or false"),
         ("n_cycle: 1", "has unknown keys ['n_cycle']"),
     ],
 )
