@@ -41,7 +41,7 @@ OUTPUTS = ("config.json", "commands.txt", "eval.csv", "success.png", "policy.gif
 
 # Settings added after runs were recorded, with the value those runs used: a config.json or checkpoint
 # without the key is read with it, so that such a run resumes as it ran.
-ADDED_SETTINGS: dict[str, Any] = {"fused_adam": False}
+ADDED_SETTINGS: dict[str, Any] = {"fused_adam": False, "flush_denormals": False}
 
 # The accepted values of every numeric setting, checked before anything is written (options, the
 # --conf-file entry and, on --resume, config.json alike).
@@ -69,7 +69,7 @@ def check_config(values: dict[str, Any], where: str) -> None:
     for name, value in values.items():
         if name in ("env_id",) and not isinstance(value, str):
             raise RunError(f"{where} {name}: {value!r} is not accepted; accepted: an env id (a string)")
-        if name in ("bf16", "fused_adam") and not isinstance(value, bool):
+        if name in ("bf16", "fused_adam", "flush_denormals") and not isinstance(value, bool):
             raise RunError(f"{where} {name}: {value!r} is not accepted; accepted: true or false")
     check_settings(values, RANGES, where)
 

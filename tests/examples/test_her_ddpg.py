@@ -233,25 +233,59 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
     assert len((split / "commands.txt").read_text().splitlines()) == 2
 
 
-def test_a_run_recorded_before_fused_adam_resumes_as_it_ran(tmp_path: Path) -> None:
-    """Runs written before the ``fused_adam`` setting existed lack it in config.json and in their checkpoint:
-    they resume with the per-tensor Adam they ran with, bit for bit; new runs use the fused one."""
+def test_a_run_recorded_before_the_added_settings_resumes_as_it_ran(tmp_path: Path) -> None:
+    """Runs written before ``fused_adam`` and ``flush_denormals`` existed lack them in config.json and in
+    their checkpoint: they resume as they ran (per-tensor Adam, subnormals kept), bit for bit; new runs
+    use the fused kernel and flush."""
+    old = ["--no-fused-adam", "--no-flush-denormals"]
     whole, split, fused = tmp_path / "whole", tmp_path / "split", tmp_path / "fused"
-    her_ddpg.main([*TINY, "--epochs", "2", "--no-fused-adam", "--output", str(whole)])
-    her_ddpg.main([*TINY, "--epochs", "1", "--no-fused-adam", "--output", str(split)])
+    her_ddpg.main([*TINY, "--epochs", "2", *old, "--output", str(whole)])
+    her_ddpg.main([*TINY, "--epochs", "1", *old, "--output", str(split)])
     her_ddpg.main([*TINY, "--epochs", "2", "--output", str(fused)])
     config = json.loads((split / "config.json").read_text())
-    assert config.pop("fused_adam") is False
-    (split / "config.json").write_text(json.dumps(config))
     manifest = _checkpoint(split) / "MANIFEST.json"
     text = json.loads(manifest.read_text())
-    assert text["meta"]["config"].pop("fused_adam") is False
+    for key in ("fused_adam", "flush_denormals"):
+        assert config.pop(key) is False and text["meta"]["config"].pop(key) is False
+    (split / "config.json").write_text(json.dumps(config))
     manifest.write_text(json.dumps(text))
     her_ddpg.main(["--resume", str(split), "--epochs", "2", "--no-gif"])
-    assert json.loads((split / "config.json").read_text())["fused_adam"] is False
+    config = json.loads((split / "config.json").read_text())
+    assert config["fused_adam"] is False and config["flush_denormals"] is False
+    assert json.loads((fused / "config.json").read_text())["flush_denormals"] is True
     a, b, c = _state(whole)["agent"], _state(split)["agent"], _state(fused)["agent"]
     assert all(torch.equal(v, b["actor"][k]) for k, v in a["actor"].items())
     assert not all(torch.equal(v, c["actor"][k]) for k, v in a["actor"].items())  # the setting tells
+
+
+@pytest.mark.parametrize("flush", [True, False])
+def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
+    flush: bool, request: pytest.FixtureRequest
+) -> None:
+    """Under ``flush_denormals`` a subnormal second moment reads as zero, so a step with a zero gradient
+    leaves it at zero instead of decaying it through the CPU's slow subnormal path; without it, it decays.
+    Outside the step, the thread keeps subnormal floats either way. (One torch thread, the script's
+    default: torch's other threads keep subnormals, so with more their share of a step is not flushed.)"""
+    tiny = 1e-39  # subnormal in float32 (the smallest normal is 1.2e-38)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    request.addfinalizer(lambda: torch.set_num_threads(threads))
+    agent = her_ddpg.Agent(
+        her_ddpg.Config(hidden=8, layers=1, flush_denormals=flush), obs_dim=5, goal_dim=3, act_dim=4
+    )
+    for p in agent.critic.parameters():
+        p.grad = torch.zeros_like(p)
+    agent.critic_opt.step()  # the optimizer's state, all zero
+    moments = [state["exp_avg_sq"] for state in agent.critic_opt.state.values()]
+    for v in moments:
+        v.fill_(tiny)
+    agent._step(agent.critic_opt)
+    v = torch.cat([m.ravel() for m in moments])
+    if flush:
+        assert torch.all(v == 0)
+    else:
+        assert torch.all((v > 0) & (v < tiny))  # 0.999 of it
+    assert (torch.tensor([tiny]) * 1.0).item() != 0.0  # the thread's mode is back
 
 
 @pytest.mark.parametrize(
@@ -303,6 +337,7 @@ def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, c
         ("n_envs: true", "key n_envs: True is not accepted"),
         ("bf16: 3", "key bf16: 3 is not accepted; accepted: true or false"),
         ("fused_adam: yes please", "key fused_adam: 'yes please' is not accepted; accepted: true or false"),
+        ("flush_denormals: 0", "key flush_denormals: 0 is not accepted; accepted: true or false"),
         ("n_cycle: 1", "has unknown keys ['n_cycle']"),
     ],
 )
