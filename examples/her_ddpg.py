@@ -18,8 +18,8 @@ L2 penalty on its actions; critic targets are clipped to ``[-1/(1-gamma), 0]`` (
 0 or -1). One process does the work of the paper's 8 workers: the envs are cheap, the updates are
 the cost, and their hidden layers run in bfloat16 (``--no-bf16`` to turn it off), several times
 faster than float32 at batch 2048 on a CPU with AMX or AVX-512 BF16, and Adam runs its fused kernel
-(``--no-fused-adam``: the per-tensor loop of runs recorded before it). ``--profile`` prints where the
-time went.
+(``--no-fused-adam``: the per-tensor loop of runs recorded before it) with subnormal floats flushed to
+zero (``--no-flush-denormals``: as runs recorded before it). ``--profile`` prints where the time went.
 
 Writes to ``--output`` (default ``runs/<env>_ddpg_s<seed>``): ``config.json``, ``eval.csv`` (one row
 per epoch: success over ``eval_episodes`` greedy episodes, steps, updates, wall and CPU seconds,
@@ -114,7 +114,7 @@ class Config:
     fused_adam: bool = True
     # Adam's steps read and write subnormal floats (< 1.2e-38) as zero, as TensorFlow's threads (and so
     # the HER paper's code) do: late in a run, decaying second moments of tiny gradients are subnormal
-    # and every operation on them takes a slow path (an update 10-13% slower here). Off in runs recorded
+    # and every operation on them takes a slow path (an update ~15% slower here). Off in runs recorded
     # before the setting existed (``--no-flush-denormals``).
     flush_denormals: bool = True
     threads: int = 1
