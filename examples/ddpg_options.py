@@ -41,13 +41,7 @@ OUTPUTS = ("config.json", "commands.txt", "eval.csv", "success.png", "policy.gif
 
 # Settings added after runs were recorded, with the value those runs used: a config.json or checkpoint
 # without the key is read with it, so that such a run resumes as it ran.
-ADDED_SETTINGS: dict[str, Any] = {
-    "fused_adam": False,
-    "flush_denormals": False,
-    "lr_decay_start": 0,
-    "lr_decay_end": 0,
-    "lr_final_scale": 1.0,
-}
+ADDED_SETTINGS: dict[str, Any] = {"fused_adam": False, "flush_denormals": False}
 
 # The accepted values of every numeric setting, checked before anything is written (options, the
 # --conf-file entry and, on --resume, config.json alike).
@@ -67,9 +61,6 @@ RANGES: dict[str, Range] = {
     "clip_obs": Range(float, 0.0, low_open=True),
     "norm_clip": Range(float, 0.0, low_open=True),
     "norm_eps": Range(float, 0.0, low_open=True),
-    "lr_decay_start": Range(int, 0),
-    "lr_decay_end": Range(int, 0),
-    "lr_final_scale": _PROBABILITY,
 }
 
 
@@ -81,15 +72,6 @@ def check_config(values: dict[str, Any], where: str) -> None:
         if name in ("bf16", "fused_adam", "flush_denormals") and not isinstance(value, bool):
             raise RunError(f"{where} {name}: {value!r} is not accepted; accepted: true or false")
     check_settings(values, RANGES, where)
-
-
-def check_schedule(cfg: Config) -> None:
-    """Raise :class:`RunError` for a learning-rate decay that ends before it starts."""
-    if 0 < cfg.lr_decay_end <= cfg.lr_decay_start:
-        raise RunError(
-            f"--lr-decay-end (lr_decay_end): {cfg.lr_decay_end} is not accepted; accepted: 0 (no decay) or an "
-            f"epoch after lr_decay_start ({cfg.lr_decay_start})"
-        )
 
 
 def build_parser(config: type[Config], description: str) -> ArgumentParser:
@@ -239,9 +221,7 @@ def parse_args(
             raise RunError(
                 f"--resume: continues a run as configured; only --epochs and --threads may change, got {changed}"
             )
-        cfg = config(**{**saved, **values})
-        check_schedule(cfg)
-        return cfg, args.resume, args
+        return config(**{**saved, **values}), args.resume, args
     if args.evaluate is not None:
         raise RunError("--evaluate: needs --resume RUN_DIR (the run whose checkpoint to evaluate)")
     env_id = values.get("env_id", config.env_id)
@@ -251,7 +231,6 @@ def parse_args(
         raise RunError(f"--env-id: this agent runs the goalenvs Fetch ids {_fetch_ids()}, got {env_id!r}")
     entry = read_conf(args.conf_file or CONF_FILE, env_id, config)
     cfg = config(**{**entry, **values})
-    check_schedule(cfg)
     where = "--buffer-size"
     if "buffer_size" not in values:
         where = (

@@ -98,11 +98,6 @@ class Config:
     layers: int = 3
     lr_actor: float = 1e-3
     lr_critic: float = 1e-3
-    # Both learning rates fall linearly, cycle by cycle, from their values at epoch lr_decay_start to
-    # lr_final_scale times them at epoch lr_decay_end and stay there (lr_decay_end 0: constant, the paper's).
-    lr_decay_start: int = 0
-    lr_decay_end: int = 0
-    lr_final_scale: float = 1.0
     gamma: float = 0.98
     polyak: float = 0.95
     action_l2: float = 1.0
@@ -261,23 +256,6 @@ class Agent:
             opt.step()
         finally:
             torch.set_flush_denormal(False)
-
-    def lr_scale(self, epoch: float) -> float:
-        """The learning rates' factor at ``epoch`` (fractional: cycles count), per the ``lr_decay_*`` settings."""
-        cfg = self.cfg
-        if cfg.lr_decay_end <= 0 or epoch <= cfg.lr_decay_start:
-            return 1.0
-        done = min(1.0, (epoch - cfg.lr_decay_start) / (cfg.lr_decay_end - cfg.lr_decay_start))
-        return 1.0 + done * (cfg.lr_final_scale - 1.0)
-
-    def schedule(self, epoch: float) -> None:
-        """Set both optimisers' learning rates for ``epoch`` (a no-op without a decay)."""
-        if self.cfg.lr_decay_end <= 0:
-            return
-        scale = self.lr_scale(epoch)
-        for opt, lr in ((self.actor_opt, self.cfg.lr_actor), (self.critic_opt, self.cfg.lr_critic)):
-            for group in opt.param_groups:
-                group["lr"] = lr * scale
 
     def take_sync_seconds(self) -> float:
         """The seconds spent summing gradients with the other workers since the last call."""
@@ -578,7 +556,6 @@ def train(t: Trainer, run: Run) -> float:
             t.update_normalizers(observations, achieved, goals)
             # 2. Update: n_batches Adam steps of the critic and the actor on relabelled batches, then
             #    one move of the target networks.
-            t.agent.schedule(t.epoch + t.cycle / cfg.n_cycles)
             with timers("update"):
                 t.agent.updates(t.batches())
             timers.move(t.sample_s, "update", "sample")

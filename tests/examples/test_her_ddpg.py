@@ -17,7 +17,6 @@ pytest.importorskip("matplotlib")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
-import ddpg_options  # noqa: E402
 import ddpg_run  # noqa: E402
 import her_ddpg  # noqa: E402
 
@@ -248,8 +247,6 @@ def test_a_run_recorded_before_the_added_settings_resumes_as_it_ran(tmp_path: Pa
     text = json.loads(manifest.read_text())
     for key in ("fused_adam", "flush_denormals"):
         assert config.pop(key) is False and text["meta"]["config"].pop(key) is False
-    for key in ("lr_decay_start", "lr_decay_end", "lr_final_scale"):  # added later still, off by default
-        assert config.pop(key) == text["meta"]["config"].pop(key) == ddpg_options.ADDED_SETTINGS[key]
     (split / "config.json").write_text(json.dumps(config))
     manifest.write_text(json.dumps(text))
     her_ddpg.main(["--resume", str(split), "--epochs", "2", "--no-gif"])
@@ -259,36 +256,6 @@ def test_a_run_recorded_before_the_added_settings_resumes_as_it_ran(tmp_path: Pa
     a, b, c = _state(whole)["agent"], _state(split)["agent"], _state(fused)["agent"]
     assert all(torch.equal(v, b["actor"][k]) for k, v in a["actor"].items())
     assert not all(torch.equal(v, c["actor"][k]) for k, v in a["actor"].items())  # the setting tells
-
-
-def test_learning_rates_decay_linearly_per_cycle_and_resume_bit_for_bit(tmp_path: Path) -> None:
-    """``lr_decay_*``: the factor is 1 up to the start epoch, falls linearly (cycles count) to
-    ``lr_final_scale`` at the end epoch and stays there; a run resumed in the middle of the decay ends with
-    the uninterrupted run's weights, and the decay changes what is learned."""
-    agent = her_ddpg.Agent(
-        her_ddpg.Config(hidden=8, layers=1, lr_decay_start=2, lr_decay_end=6, lr_final_scale=0.2),
-        obs_dim=5,
-        goal_dim=3,
-        act_dim=4,
-    )
-    scales = [agent.lr_scale(e) for e in (0, 2, 3, 4.5, 6, 9)]
-    assert scales == pytest.approx([1.0, 1.0, 0.8, 0.5, 0.2, 0.2])
-    agent.schedule(4.5)
-    assert [g["lr"] for o in (agent.actor_opt, agent.critic_opt) for g in o.param_groups] == [5e-4, 5e-4]
-    assert her_ddpg.Agent(her_ddpg.Config(hidden=8, layers=1), 5, 3, 4).lr_scale(10) == 1.0  # the default
-    decay = ["--lr-decay-start", "0", "--lr-decay-end", "3", "--lr-final-scale", "0.1"]
-    whole, split, constant = tmp_path / "whole", tmp_path / "split", tmp_path / "constant"
-    her_ddpg.main([*TINY, *decay, "--epochs", "3", "--output", str(whole)])
-    her_ddpg.main([*TINY, *decay, "--epochs", "2", "--output", str(split)])
-    her_ddpg.main(["--resume", str(split), "--epochs", "3", "--no-gif"])
-    her_ddpg.main([*TINY, "--epochs", "3", "--output", str(constant)])
-    a, b, c = _state(whole)["agent"], _state(split)["agent"], _state(constant)["agent"]
-    for net in ("actor", "critic"):
-        assert all(torch.equal(v, b[net][k]) for k, v in a[net].items()), net
-        assert not all(torch.equal(v, c[net][k]) for k, v in a[net].items()), net
-    # The last cycle's rate: its start is epoch 2 + 2/3 of a 0-to-3 decay to 0.1.
-    assert a["actor_opt"]["param_groups"][0]["lr"] == pytest.approx(1e-3 * (1 - 0.9 * (2 + 2 / 3) / 3))
-    assert c["actor_opt"]["param_groups"][0]["lr"] == 1e-3
 
 
 @pytest.mark.parametrize("flush", [True, False])
@@ -342,19 +309,6 @@ def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
         (["--lr-actor", "0"], "--lr-actor: 0.0 is not accepted; accepted: a finite number, 0.0 < lr_actor"),
         (["--lr-critic", "inf"], "--lr-critic: inf is not accepted"),
         (["--norm-eps", "-1"], "--norm-eps: -1.0 is not accepted"),
-        (
-            ["--lr-decay-start", "25", "--lr-decay-end", "20"],
-            "--lr-decay-end (lr_decay_end): 20 is not accepted; accepted: 0 (no decay) or an epoch after "
-            "lr_decay_start (25)",
-        ),
-        (
-            ["--lr-final-scale", "2"],
-            "--lr-final-scale: 2.0 is not accepted; accepted: a finite number, 0.0 <=",
-        ),
-        (
-            ["--lr-decay-end", "-1"],
-            "--lr-decay-end: -1 is not accepted; accepted: an integer, 0 <= lr_decay_end",
-        ),
         (["--evaluate", "3"], "--evaluate: needs --resume RUN_DIR"),
         (
             ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--buffer-size", "60"],
