@@ -95,7 +95,8 @@ def build_parser(config: type[Config], description: str) -> ArgumentParser:
         "--evaluate",
         type=int,
         metavar="N",
-        help="with --resume: only report the checkpoint's success over N episodes",
+        help="with --resume: only report the checkpoint's success over N episodes (and what the "
+        "normalisers' clip hid; --norm-clip may differ from the run's)",
     )
     parser.add_argument(
         "--conf-file", type=Path, default=None, help=f"per-env settings (default {CONF_FILE})"
@@ -216,11 +217,11 @@ def parse_args(
             )
             if args.tensorboard_run is not None:
                 _check_tensorboard_installed()
-        changed = {k: v for k, v in values.items() if k not in ("epochs", "threads") and v != saved[k]}
+        free = ("epochs", "threads") + (("norm_clip",) if args.evaluate is not None else ())
+        changed = {k: v for k, v in values.items() if k not in free and v != saved[k]}
         if changed:
-            raise RunError(
-                f"--resume: continues a run as configured; only --epochs and --threads may change, got {changed}"
-            )
+            may = "--epochs and --threads" if args.evaluate is None else "--epochs, --threads and --norm-clip"
+            raise RunError(f"--resume: continues a run as configured; only {may} may change, got {changed}")
         return config(**{**saved, **values}), args.resume, args
     if args.evaluate is not None:
         raise RunError("--evaluate: needs --resume RUN_DIR (the run whose checkpoint to evaluate)")

@@ -412,8 +412,10 @@ def plot(rows: list[dict[str, Any]], title: str) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------ starting
-def evaluate_checkpoint(recipe: Recipe, cfg: Config, out: Path, episodes: int) -> float:
-    """Success of the greedy policy of the run's last checkpoint over ``episodes`` episodes; writes nothing.
+def evaluate_checkpoint(recipe: Recipe, cfg: Config, out: Path, episodes: int) -> tuple[float, str]:
+    """Success of the greedy policy of the run's last checkpoint over ``episodes`` episodes, and a report
+    of what the normalisers' clip (``cfg.norm_clip``, which may differ from the run's) hid from it; writes
+    nothing.
 
     Episode seeds start at 2e9, apart from training's and from the per-epoch evaluations'.
     """
@@ -426,7 +428,7 @@ def evaluate_checkpoint(recipe: Recipe, cfg: Config, out: Path, episodes: int) -
         trainer.agent.load_state_dict(state["agent"])
     except (KeyError, TypeError, RuntimeError) as exc:
         raise checkpoint.unfit("agent.pt", exc) from None
-    return trainer.evaluate(base=2 * 10**9)
+    return trainer.evaluate_clipped(base=2 * 10**9)
 
 
 def start(
@@ -548,8 +550,8 @@ def _train(
         cfg, out, args = parse_args(argv, world, recipe.config, description)
         progress["out"] = out
         if args.evaluate is not None:
-            success = evaluate_checkpoint(recipe, cfg, out, args.evaluate)
-            print(f"{out}: success rate {success:.3f} over {args.evaluate} episodes")
+            success, report = evaluate_checkpoint(recipe, cfg, out, args.evaluate)
+            print(f"{out}: success rate {success:.3f} over {args.evaluate} episodes\n{report}")
             return success
         folder, run, others = start(recipe, cfg, out, args, argv, world)
     except BaseException:

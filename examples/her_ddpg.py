@@ -130,6 +130,17 @@ class Normalizer:
         self.eps, self.clip = eps, clip
         self.mean = np.zeros(size, np.float32)
         self.std = np.ones(size, np.float32)
+        self.beyond: list[np.ndarray] | None = None  # a list: each call appends where |x - mean| > clip * std
+
+    STATE = ("sum", "sumsq", "count", "mean", "std")  # what a checkpoint keeps; eps and clip are settings
+
+    def state_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.STATE}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """The statistics of ``state`` (older checkpoints also hold eps and clip: the run's settings win)."""
+        for key in self.STATE:
+            setattr(self, key, state[key])
 
     def stats(self, x: np.ndarray) -> np.ndarray:
         """What ``x`` (rows of the vector) adds: its sum, sum of squares and row count, in one float64 array
@@ -151,7 +162,10 @@ class Normalizer:
         self.add(self.stats(x))
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
-        return np.clip((x - self.mean) / self.std, -self.clip, self.clip)
+        z = (x - self.mean) / self.std
+        if self.beyond is not None:
+            self.beyond.append(np.abs(z) > self.clip)
+        return np.clip(z, -self.clip, self.clip)
 
 
 class MLP(nn.Module):
@@ -333,14 +347,14 @@ class Agent:
     def state_dict(self) -> dict[str, Any]:
         nets = ("actor", "critic", "actor_target", "critic_target", "actor_opt", "critic_opt")
         state = {name: getattr(self, name).state_dict() for name in nets}
-        state["normalizers"] = (self.o_norm.__dict__, self.g_norm.__dict__)
+        state["normalizers"] = (self.o_norm.state_dict(), self.g_norm.state_dict())
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         for name in ("actor", "critic", "actor_target", "critic_target", "actor_opt", "critic_opt"):
             getattr(self, name).load_state_dict(state[name])
-        self.o_norm.__dict__.update(state["normalizers"][0])
-        self.g_norm.__dict__.update(state["normalizers"][1])
+        self.o_norm.load_state_dict(state["normalizers"][0])
+        self.g_norm.load_state_dict(state["normalizers"][1])
 
 
 def hindsight_goals(
@@ -520,11 +534,48 @@ class Trainer:
                     obs = _stack([r[0] for r in results])
                     returns += sum(float(r[1]) for r in results)
                 successes += [float(r[4]["is_success"]) for r in results]
+            self.eval_successes = successes  # this worker's episodes, in seed order
             local = np.array([sum(successes), returns, *(() if extra is None else extra)])
             total = self.world.sum_array(local)
         self.eval_return = float(total[1] / self.cfg.eval_episodes)
         self.totals = total[2:]
         return float(total[0] / self.cfg.eval_episodes)
+
+    def evaluate_clipped(self, base: int) -> tuple[float, str]:
+        """:meth:`evaluate` (one worker), with what the normalisers' clip hid from the policy: a report of
+        the episodes in which an input lay beyond ``+-norm_clip`` std of its running mean (and how many of
+        them succeeded), and of the inputs that lay there most often (their share of the steps)."""
+        names = [f"observation[{i}]" for i in range(self.agent.o_norm.sum.size)]
+        names += [f"desired_goal[{i}]" for i in range(self.agent.g_norm.sum.size)]
+        norms = (self.agent.o_norm, self.agent.g_norm)
+        for norm in norms:
+            norm.beyond = []
+        try:
+            success = self.evaluate(base=base)
+            o_calls, g_calls = (cast(list[np.ndarray], norm.beyond) for norm in norms)
+        finally:
+            for norm in norms:
+                norm.beyond = None
+        # One call per step, `horizon` calls per batch of episodes: (steps, episodes, inputs) per batch.
+        calls = [np.concatenate(pair, axis=1) for pair in zip(o_calls, g_calls, strict=True)]
+        batches = [np.stack(calls[i : i + self.horizon]) for i in range(0, len(calls), self.horizon)]
+        hit = np.concatenate([b.any(axis=(0, 2)) for b in batches])  # per episode, in seed order
+        share = sum(b.sum(axis=(0, 1)) for b in batches) / (hit.size * self.horizon)  # per input
+        won = np.array(self.eval_successes, bool)
+        clip = self.cfg.norm_clip
+        lines = [f"episodes with an input beyond the clip (+-{clip:g} std): {int(hit.sum())} of {hit.size}"]
+        if hit.any():
+            lines[0] += f"; success {won[hit].mean():.3f} in those"
+            if not hit.all():
+                lines[0] += f", {won[~hit].mean():.3f} in the others"
+            top = [i for i in np.argsort(-share, kind="stable")[:5] if share[i] > 0]
+            lines.append(
+                "inputs most often beyond it (share of steps): "
+                + ", ".join(
+                    f"{names[i]} {share[i]:.2%}" if share[i] >= 5e-5 else f"{names[i]} <0.01%" for i in top
+                )
+            )
+        return success, "\n".join(lines)
 
 
 def _width(space: gym.Space[Any]) -> int:

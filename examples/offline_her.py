@@ -419,7 +419,9 @@ class TD3BC:
         """What ``policy.pt`` holds: the actor, its normalisers and the action bounds."""
         return {
             "actor": self.actor.state_dict(),
-            "normalizers": (self.o_norm.__dict__, self.g_norm.__dict__),
+            "normalizers": tuple(
+                {**n.state_dict(), "eps": n.eps, "clip": n.clip} for n in (self.o_norm, self.g_norm)
+            ),
             "low": self.low,
             "high": self.high,
             "settings": asdict(self.s),

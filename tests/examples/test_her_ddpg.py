@@ -41,6 +41,23 @@ def test_normalizer_matches_numpy_and_clips() -> None:
     assert np.all(flat.std == np.float32(0.01))  # a constant input divides by eps, not by 0
 
 
+def test_normalizer_state_is_its_statistics_and_its_clip_is_the_runs_setting() -> None:
+    rng = np.random.default_rng(1)
+    norm = her_ddpg.Normalizer(3, eps=0.01, clip=5.0)
+    norm.update(rng.normal(size=(50, 3)))
+    state = norm.state_dict()
+    assert set(state) == {"sum", "sumsq", "count", "mean", "std"}
+    wide = her_ddpg.Normalizer(3, eps=0.01, clip=10.0)
+    wide.load_state_dict({**state, "eps": 0.5, "clip": 5.0})  # a checkpoint written before: settings win
+    assert wide.clip == 10.0 and wide.eps == 0.01 and wide.count == 50
+    np.testing.assert_array_equal(wide.std, norm.std)
+    x = (norm.mean + np.array([[0.0, 7.0, -12.0]]) * norm.std).astype(np.float32)
+    assert wide.beyond is None
+    wide.beyond = []
+    np.testing.assert_allclose(wide(x), [[0.0, 7.0, -10.0]], atol=1e-4)
+    assert [b.tolist() for b in wide.beyond] == [[[False, False, True]]]  # recorded only when asked
+
+
 def test_future_goals_come_from_the_same_episode_at_or_after_the_step() -> None:
     n, steps = 3, 50
     # achieved goal of env e after step t is (e, t, 0): the relabelled goal tells where it came from.
@@ -400,3 +417,27 @@ def test_evaluate_reports_a_checkpoint_and_writes_nothing(tmp_path, capsys) -> N
     with pytest.raises(SystemExit) as exc:
         her_ddpg.main(["--evaluate", "4", "--output", str(tmp_path / "x")])
     assert exc.value.code == 2 and "--evaluate: needs --resume" in capsys.readouterr().err
+
+
+def test_evaluate_with_another_clip_reports_what_the_clip_hides(tmp_path, capsys) -> None:
+    """``--evaluate`` may act with another ``--norm-clip`` than the run's (it writes nothing); it says in
+    how many episodes an input lay beyond the clip, and a run resumed for training still refuses it."""
+    out = tmp_path / "run"
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
+    capsys.readouterr()
+    before = {p.name: p.stat().st_mtime_ns for p in out.rglob("*")}
+    success = her_ddpg.main(["--resume", str(out), "--evaluate", "4", "--norm-clip", "0.001"])
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        lines[1]
+        == f"episodes with an input beyond the clip (+-0.001 std): 4 of 4; success {success:.3f} in those"
+    )
+    assert lines[2].startswith("inputs most often beyond it (share of steps): ") and "100.00%" in lines[2]
+    her_ddpg.main(["--resume", str(out), "--evaluate", "4", "--norm-clip", "1e9"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == ["episodes with an input beyond the clip (+-1e+09 std): 0 of 4"]
+    assert {p.name: p.stat().st_mtime_ns for p in out.rglob("*")} == before
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main(["--resume", str(out), "--norm-clip", "10", "--no-gif"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "only --epochs and --threads may change, got {'norm_clip': 10.0}" in err
