@@ -414,8 +414,8 @@ def plot(rows: list[dict[str, Any]], title: str) -> bytes:
 # ------------------------------------------------------------------------------------------ starting
 def evaluate_checkpoint(recipe: Recipe, cfg: Config, out: Path, episodes: int) -> tuple[float, str]:
     """Success of the greedy policy of the run's last checkpoint over ``episodes`` episodes, and a report
-    of what the normalisers' clip (``cfg.norm_clip``, which may differ from the run's) hid from it; writes
-    nothing.
+    of where it fails and of what the normalisers' clip (``cfg.norm_clip``, which may differ from the
+    run's) hid from it; writes nothing.
 
     Episode seeds start at 2e9, apart from training's and from the per-epoch evaluations'.
     """
@@ -428,7 +428,7 @@ def evaluate_checkpoint(recipe: Recipe, cfg: Config, out: Path, episodes: int) -
         trainer.agent.load_state_dict(state["agent"])
     except (KeyError, TypeError, RuntimeError) as exc:
         raise checkpoint.unfit("agent.pt", exc) from None
-    return trainer.evaluate_clipped(base=2 * 10**9)
+    return trainer.evaluate_report(base=2 * 10**9)
 
 
 def start(

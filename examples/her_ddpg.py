@@ -521,6 +521,7 @@ class Trainer:
         """
         with self.timers("eval"):
             successes: list[float] = []
+            offsets: list[np.ndarray] = []  # each episode's goal minus its achieved goal, at the start
             returns = 0.0
             if base is None:
                 base = 10**9 + self.cfg.seed * 10_007 + self.epoch * 1_009
@@ -528,23 +529,25 @@ class Trainer:
             while len(successes) < self.eval_local:
                 envs = self.eval_envs[: self.eval_local - len(successes)]
                 obs = _stack([env.reset(seed=base + len(successes) + i)[0] for i, env in enumerate(envs)])
+                offsets.append(obs["desired_goal"] - obs["achieved_goal"])
                 for _ in range(self.horizon):
                     action = self.policy(obs["observation"], obs["desired_goal"])
                     results = [env.step(a) for env, a in zip(envs, action, strict=True)]
                     obs = _stack([r[0] for r in results])
                     returns += sum(float(r[1]) for r in results)
                 successes += [float(r[4]["is_success"]) for r in results]
-            self.eval_successes = successes  # this worker's episodes, in seed order
+            self.eval_successes, self.eval_offsets = successes, np.concatenate(offsets)  # in seed order
             local = np.array([sum(successes), returns, *(() if extra is None else extra)])
             total = self.world.sum_array(local)
         self.eval_return = float(total[1] / self.cfg.eval_episodes)
         self.totals = total[2:]
         return float(total[0] / self.cfg.eval_episodes)
 
-    def evaluate_clipped(self, base: int) -> tuple[float, str]:
-        """:meth:`evaluate` (one worker), with what the normalisers' clip hid from the policy: a report of
-        the episodes in which an input lay beyond ``+-norm_clip`` std of its running mean (and how many of
-        them succeeded), and of the inputs that lay there most often (their share of the steps)."""
+    def evaluate_report(self, base: int) -> tuple[float, str]:
+        """:meth:`evaluate` (one worker) and a report of where the policy fails: its success by the goal's
+        distance from the achieved goal at the start (quartiles) and, where goals lie above it, by their
+        height; and what the normalisers' clip hid from it: the episodes in which an input lay beyond
+        ``+-norm_clip`` std of its running mean, their success, and the inputs most often beyond it."""
         names = [f"observation[{i}]" for i in range(self.agent.o_norm.sum.size)]
         names += [f"desired_goal[{i}]" for i in range(self.agent.g_norm.sum.size)]
         norms = (self.agent.o_norm, self.agent.g_norm)
@@ -556,18 +559,30 @@ class Trainer:
         finally:
             for norm in norms:
                 norm.beyond = None
+        won = np.array(self.eval_successes, bool)
+        distance = np.linalg.norm(self.eval_offsets, axis=1)
+        edges = np.quantile(distance, [0.25, 0.5, 0.75])
+        lines = [
+            _bands(
+                "success by the goal's distance from the achieved goal at the start (m)", distance, edges, won
+            )
+        ]
+        height = self.eval_offsets[:, 2] if self.eval_offsets.shape[1] == 3 else np.zeros(0)
+        if (height >= 0.01).any():
+            lines.append(_bands("by the goal's height above it", height, np.array([0.01, 0.15, 0.30]), won))
         # One call per step, `horizon` calls per batch of episodes: (steps, episodes, inputs) per batch.
         calls = [np.concatenate(pair, axis=1) for pair in zip(o_calls, g_calls, strict=True)]
         batches = [np.stack(calls[i : i + self.horizon]) for i in range(0, len(calls), self.horizon)]
         hit = np.concatenate([b.any(axis=(0, 2)) for b in batches])  # per episode, in seed order
         share = sum(b.sum(axis=(0, 1)) for b in batches) / (hit.size * self.horizon)  # per input
-        won = np.array(self.eval_successes, bool)
         clip = self.cfg.norm_clip
-        lines = [f"episodes with an input beyond the clip (+-{clip:g} std): {int(hit.sum())} of {hit.size}"]
+        lines.append(
+            f"episodes with an input beyond the clip (+-{clip:g} std): {int(hit.sum())} of {hit.size}"
+        )
         if hit.any():
-            lines[0] += f"; success {won[hit].mean():.3f} in those"
+            lines[-1] += f"; success {won[hit].mean():.3f} in those"
             if not hit.all():
-                lines[0] += f", {won[~hit].mean():.3f} in the others"
+                lines[-1] += f", {won[~hit].mean():.3f} in the others"
             top = [i for i in np.argsort(-share, kind="stable")[:5] if share[i] > 0]
             lines.append(
                 "inputs most often beyond it (share of steps): "
@@ -576,6 +591,23 @@ class Trainer:
                 )
             )
         return success, "\n".join(lines)
+
+
+def _bands(title: str, values: np.ndarray, edges: np.ndarray, won: np.ndarray) -> str:
+    """``title: <a success (episodes), a-b success (episodes), ..., >=z success (episodes)`` over the bands
+    that ``edges`` (increasing) cut ``values`` into; empty bands are left out."""
+    band = np.searchsorted(edges, values, side="right")
+    names = (
+        [f"<{edges[0]:.2f}"]
+        + [f"{a:.2f}-{b:.2f}" for a, b in zip(edges[:-1], edges[1:], strict=True)]
+        + [f">={edges[-1]:.2f}"]
+    )
+    parts = [
+        f"{names[k]} {won[band == k].mean():.3f} ({int((band == k).sum())})"
+        for k in range(len(names))
+        if (band == k).any()
+    ]
+    return f"{title}: " + ", ".join(parts)
 
 
 def _width(space: gym.Space[Any]) -> int:

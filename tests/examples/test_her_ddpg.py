@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import pickle
+import re
 import sys
 from pathlib import Path
 
@@ -419,23 +420,31 @@ def test_evaluate_reports_a_checkpoint_and_writes_nothing(tmp_path, capsys) -> N
     assert exc.value.code == 2 and "--evaluate: needs --resume" in capsys.readouterr().err
 
 
-def test_evaluate_with_another_clip_reports_what_the_clip_hides(tmp_path, capsys) -> None:
-    """``--evaluate`` may act with another ``--norm-clip`` than the run's (it writes nothing); it says in
-    how many episodes an input lay beyond the clip, and a run resumed for training still refuses it."""
+def test_evaluate_with_another_clip_reports_where_it_fails_and_what_the_clip_hides(tmp_path, capsys) -> None:
+    """``--evaluate`` may act with another ``--norm-clip`` than the run's (it writes nothing); it gives the
+    success by the goal's distance (quartiles: every episode in one band) and says in how many episodes
+    an input lay beyond the clip; a run resumed for training still refuses another clip."""
     out = tmp_path / "run"
     her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
     capsys.readouterr()
     before = {p.name: p.stat().st_mtime_ns for p in out.rglob("*")}
-    success = her_ddpg.main(["--resume", str(out), "--evaluate", "4", "--norm-clip", "0.001"])
-    lines = capsys.readouterr().out.splitlines()
-    assert (
-        lines[1]
-        == f"episodes with an input beyond the clip (+-0.001 std): 4 of 4; success {success:.3f} in those"
-    )
-    assert lines[2].startswith("inputs most often beyond it (share of steps): ") and "100.00%" in lines[2]
-    her_ddpg.main(["--resume", str(out), "--evaluate", "4", "--norm-clip", "1e9"])
-    lines = capsys.readouterr().out.splitlines()
-    assert lines[1:] == ["episodes with an input beyond the clip (+-1e+09 std): 0 of 4"]
+
+    def report(clip: str) -> tuple[float, dict[str, str]]:
+        success = her_ddpg.main(["--resume", str(out), "--evaluate", "8", "--norm-clip", clip])
+        lines = capsys.readouterr().out.splitlines()
+        assert lines[0].endswith(f"success rate {success:.3f} over 8 episodes")
+        return success, {line.split(":")[0]: line for line in lines[1:]}
+
+    success, lines = report("0.001")
+    bands = lines["success by the goal's distance from the achieved goal at the start (m)"]
+    counts = [int(n) for n in re.findall(r"\((\d+)\)", bands)]
+    assert sum(counts) == 8 and len(counts) == 4  # quartiles of 8 distinct distances
+    clip_line = lines["episodes with an input beyond the clip (+-0.001 std)"]
+    assert clip_line.endswith(f": 8 of 8; success {success:.3f} in those")
+    assert "100.00%" in lines["inputs most often beyond it (share of steps)"]
+    _, lines = report("1e9")
+    assert lines["episodes with an input beyond the clip (+-1e+09 std)"].endswith(": 0 of 8")
+    assert "inputs most often beyond it (share of steps)" not in lines
     assert {p.name: p.stat().st_mtime_ns for p in out.rglob("*")} == before
     with pytest.raises(SystemExit) as exc:
         her_ddpg.main(["--resume", str(out), "--norm-clip", "10", "--no-gif"])
