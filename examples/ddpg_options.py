@@ -95,8 +95,8 @@ def build_parser(config: type[Config], description: str) -> ArgumentParser:
         "--evaluate",
         type=int,
         metavar="N",
-        help="with --resume: only report the checkpoint's success over N episodes (and what the "
-        "normalisers' clip hid; --norm-clip may differ from the run's)",
+        help="with --resume: only report the checkpoint's success over N episodes, where it fails and what "
+        "the normalisers' clip hid (--norm-clip may differ from the run's)",
     )
     parser.add_argument(
         "--conf-file", type=Path, default=None, help=f"per-env settings (default {CONF_FILE})"
