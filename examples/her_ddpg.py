@@ -13,7 +13,8 @@ The algorithm is the one of Andrychowicz et al. (2017) and of OpenAI's multi-goa
 then runs ``n_batches`` (40) Adam updates of batch ``batch_size`` (2048: 8 workers x 256, the
 gradient the workers average), then moves the target networks once (polyak 0.95). An *epoch* is
 ``n_cycles`` (50) cycles. Exploration: Gaussian noise 0.2 plus 30% uniformly random actions.
-Observations and goals are normalised by running statistics, clipped to +-5. The actor's loss has an
+Observations and goals are normalised by running statistics, clipped to +-5 (PickAndPlace: +-10, whose
+heights +-5 would hide). The actor's loss has an
 L2 penalty on its actions; critic targets are clipped to ``[-1/(1-gamma), 0]`` (Fetch rewards are
 0 or -1). One process does the work of the paper's 8 workers: the envs are cheap, the updates are
 the cost, and their hidden layers run in bfloat16 (``--no-bf16`` to turn it off), several times
