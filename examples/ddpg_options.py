@@ -99,6 +99,12 @@ def build_parser(config: type[Config], description: str) -> ArgumentParser:
         "the normalisers' clip hid (--norm-clip may differ from the run's)",
     )
     parser.add_argument(
+        "--best",
+        action="store_true",
+        help="with --evaluate: the policy of the run's best evaluation so far (kept in its checkpoints) "
+        "instead of the last one",
+    )
+    parser.add_argument(
         "--conf-file", type=Path, default=None, help=f"per-env settings (default {CONF_FILE})"
     )
     for f in fields(config):
@@ -185,6 +191,10 @@ def parse_args(
         )
     if args.evaluate is not None and args.evaluate < 1:
         raise RunError(f"--evaluate: {args.evaluate} is not accepted; accepted: an integer >= 1")
+    if args.best and args.evaluate is None:
+        raise RunError(
+            "--best: chooses the policy that --evaluate reports; accepted: --resume RUN --evaluate N --best"
+        )
     if args.evaluate is not None and args.tensorboard is not None:
         raise RunError("--tensorboard: --evaluate writes nothing; accepted: --evaluate without --tensorboard")
     if args.tensorboard is not None:

@@ -101,6 +101,9 @@ class Run:
         self.rows: list[dict[str, Any]] = []  # the curve: one row per epoch (kept in checkpoints)
         self.wall0, self.cpu0 = 0.0, 0.0  # wall and CPU seconds spent before this process (resume)
         self.tb: Any = None  # a torch.utils.tensorboard.SummaryWriter (rank 0, with --tensorboard)
+        # The policy of the best evaluation so far (the first of equals): its epoch, success rate and
+        # Agent.policy_state; kept in the checkpoints, for --evaluate --best.
+        self.best: dict[str, Any] | None = None
         self._clock = (time.perf_counter(), time.process_time())
         self._epoch_start = (dict(trainer.timers.seconds), trainer.updates)
 
@@ -137,6 +140,8 @@ class Run:
             **{f"t_{k}": round(v, 1) for k, v in timers.items()},
         }
         self.rows.append(row)
+        if self.best is None or success > self.best["success_rate"]:
+            self.best = {"epoch": trainer.epoch, "success_rate": success, **trainer.agent.policy_state()}
         if self.folder is not None:
             self.folder.write("eval.csv", csv_text(self.rows))
         if self.tb is not None:
@@ -209,6 +214,7 @@ class Run:
             "cpu0": self.cpu0,
             "reset_seeds": t.reset_seeds,
             "rows": self.rows,
+            "best": self.best,
         }
 
     def _write_storage(self, f: Any) -> None:
@@ -328,6 +334,7 @@ class Run:
                 **state["times"],
             }  # "sync" is newer than some runs
             self.wall0, self.cpu0, self.rows = state["wall0"], state["cpu0"], state["rows"]
+            self.best = state.get("best")  # None in checkpoints written before it was kept
         except (KeyError, TypeError, ValueError, RuntimeError) as exc:
             if checkpoint is None:
                 raise
@@ -412,10 +419,13 @@ def plot(rows: list[dict[str, Any]], title: str) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------ starting
-def evaluate_checkpoint(recipe: Recipe, cfg: Config, out: Path, episodes: int) -> tuple[float, str]:
-    """Success of the greedy policy of the run's last checkpoint over ``episodes`` episodes, and a report
-    of where it fails and of what the normalisers' clip (``cfg.norm_clip``, which may differ from the
-    run's) hid from it; writes nothing.
+def evaluate_checkpoint(
+    recipe: Recipe, cfg: Config, out: Path, episodes: int, best: bool = False
+) -> tuple[float, str]:
+    """Success of the greedy policy of the run's last checkpoint (``best``: of the best evaluation that
+    checkpoint holds) over ``episodes`` episodes, and a report of which policy it is, where it fails and
+    what the normalisers' clip (``cfg.norm_clip``, which may differ from the run's) hid from it; writes
+    nothing.
 
     Episode seeds start at 2e9, apart from training's and from the per-epoch evaluations'.
     """
@@ -424,11 +434,23 @@ def evaluate_checkpoint(recipe: Recipe, cfg: Config, out: Path, episodes: int) -
         raise RunError(f"--resume: {out} has no checkpoint yet (checkpoints need --save-freq >= 1)")
     trainer = recipe.trainer(replace(cfg, eval_episodes=episodes, buffer_size=1))  # no replay needed
     state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
+    if best and state.get("best") is None:
+        raise RunError(
+            f"--best: the checkpoint {checkpoint.path} holds no best policy (it was written before they were "
+            "kept); accepted: --evaluate without --best"
+        )
     try:
-        trainer.agent.load_state_dict(state["agent"])
+        if best:
+            trainer.agent.load_policy_state(state["best"])
+            which = f"the best evaluation's policy: epoch {state['best']['epoch']}, "
+            which += f"success {state['best']['success_rate']:.3f} at that evaluation"
+        else:
+            trainer.agent.load_state_dict(state["agent"])
+            which = f"the last checkpoint's policy: epoch {state['epoch']}"
     except (KeyError, TypeError, RuntimeError) as exc:
         raise checkpoint.unfit("agent.pt", exc) from None
-    return trainer.evaluate_report(base=2 * 10**9)
+    success, report = trainer.evaluate_report(base=2 * 10**9)
+    return success, f"{which}\n{report}"
 
 
 def start(
@@ -550,7 +572,7 @@ def _train(
         cfg, out, args = parse_args(argv, world, recipe.config, description)
         progress["out"] = out
         if args.evaluate is not None:
-            success, report = evaluate_checkpoint(recipe, cfg, out, args.evaluate)
+            success, report = evaluate_checkpoint(recipe, cfg, out, args.evaluate, args.best)
             print(f"{out}: success rate {success:.3f} over {args.evaluate} episodes\n{report}")
             return success
         folder, run, others = start(recipe, cfg, out, args, argv, world)

@@ -351,11 +351,22 @@ class Agent:
         state["normalizers"] = (self.o_norm.state_dict(), self.g_norm.state_dict())
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name in ("actor", "critic", "actor_target", "critic_target", "actor_opt", "critic_opt"):
-            getattr(self, name).load_state_dict(state[name])
+    def policy_state(self) -> dict[str, Any]:
+        """A copy of what the greedy policy needs (the actor and the normalisers' statistics), for
+        :meth:`load_policy_state`."""
+        norms = (self.o_norm.state_dict(), self.g_norm.state_dict())
+        actor = {key: value.detach().clone() for key, value in self.actor.state_dict().items()}
+        return {"actor": actor, "normalizers": copy.deepcopy(norms)}
+
+    def load_policy_state(self, state: dict[str, Any]) -> None:
+        self.actor.load_state_dict(state["actor"])
         self.o_norm.load_state_dict(state["normalizers"][0])
         self.g_norm.load_state_dict(state["normalizers"][1])
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        for name in ("critic", "actor_target", "critic_target", "actor_opt", "critic_opt"):
+            getattr(self, name).load_state_dict(state[name])
+        self.load_policy_state(state)
 
 
 def hindsight_goals(

@@ -329,6 +329,10 @@ def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
         (["--norm-eps", "-1"], "--norm-eps: -1.0 is not accepted"),
         (["--evaluate", "3"], "--evaluate: needs --resume RUN_DIR"),
         (
+            ["--best"],
+            "--best: chooses the policy that --evaluate reports; accepted: --resume RUN --evaluate N",
+        ),
+        (
             ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--buffer-size", "60"],
             "--buffer-size: 60 is not accepted; accepted: at least n_envs x the episode length = 2 x 50 = 100",
         ),
@@ -450,3 +454,47 @@ def test_evaluate_with_another_clip_reports_where_it_fails_and_what_the_clip_hid
         her_ddpg.main(["--resume", str(out), "--norm-clip", "10", "--no-gif"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "only --epochs and --threads may change, got {'norm_clip': 10.0}" in err
+
+
+def test_the_best_evaluations_policy_is_kept_in_the_checkpoints_and_evaluated_with_best(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """Each checkpoint keeps the actor and normalisers of the best evaluation so far (the first of equals),
+    through resumes; ``--evaluate N --best`` acts with them. A checkpoint from before they were kept is
+    refused by ``--best`` in one line, and its run resumes, keeping the best from then on."""
+    out = tmp_path / "run"
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
+    actors = [_state(out)["agent"]["actor"]]
+    for epoch in (2, 3, 4):  # one epoch per session: each epoch's actor, as the run had it (resume is exact)
+        her_ddpg.main(["--resume", str(out), "--epochs", str(epoch), "--no-gif"])
+        actors.append(_state(out)["agent"]["actor"])
+    success = [float(r["success_rate"]) for r in _rows(out)]
+    state = _state(out)
+    best = state["best"]
+    assert best["epoch"] == 1 + int(np.argmax(success)) and best["success_rate"] == max(success)
+    for key, value in actors[best["epoch"] - 1].items():
+        assert torch.equal(best["actor"][key], value), key
+    assert [n.keys() for n in best["normalizers"]] == [n.keys() for n in state["agent"]["normalizers"]]
+    capsys.readouterr()
+    her_ddpg.main(["--resume", str(out), "--evaluate", "4", "--best"])
+    line = capsys.readouterr().out.splitlines()[1]
+    assert line == (
+        f"the best evaluation's policy: epoch {best['epoch']}, success {max(success):.3f} at that evaluation"
+    )
+    her_ddpg.main(["--resume", str(out), "--evaluate", "4"])
+    assert capsys.readouterr().out.splitlines()[1] == "the last checkpoint's policy: epoch 4"
+
+    old = tmp_path / "old"  # a checkpoint written before the best policy was kept
+    shared = ddpg_run.Run._shared_state
+    monkeypatch.setattr(ddpg_run.Run, "_shared_state", lambda self: {**shared(self), "best": None})
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(old)])
+    monkeypatch.undo()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main(["--resume", str(old), "--evaluate", "4", "--best"])
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert (
+        exc.value.code == 2 and "holds no best policy" in err and "accepted: --evaluate without --best" in err
+    )
+    her_ddpg.main(["--resume", str(old), "--epochs", "2", "--no-gif"])
+    assert _state(old)["best"]["epoch"] == 2  # the best of the epochs since
