@@ -27,7 +27,8 @@ per epoch: success over ``eval_episodes`` greedy episodes, steps, updates, wall 
 profile), ``success.png`` and, every ``--save-freq`` epochs and at the end, a checkpoint in
 ``checkpoints/<epoch>/``: ``agent.pt`` (networks, optimisers, normalisers, the curve, and the actor and
 normalisers of the best evaluation so far, for ``--evaluate N --best``), ``storage.pkl`` (the replay
-storage) and ``envs.pkl`` (the envs' and the run's random states), switched in as one unit (``examples/runfolder.py``: written aside, fsynced, renamed; sizes and hashes checked on load).
+storage) and ``envs.pkl`` (the envs' and the run's random states), switched in as one unit
+(``examples/runfolder.py``: written aside, fsynced, renamed; sizes and hashes checked on load).
 The folder is locked while a run uses it; ``--force`` removes only what a run wrote there.
 ``--resume`` continues from the last checkpoint to the configured number of epochs (``--epochs`` may
 raise it; equal to the epochs done, it only rewrites the plot and GIF), appending to the same curve.
