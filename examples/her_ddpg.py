@@ -510,7 +510,11 @@ class Trainer:
 
     def update_normalizers(self, observations: np.ndarray, achieved: np.ndarray, goals: np.ndarray) -> None:
         """Add the episodes' observations, and their goals as HER relabels them, to the normalisers
-        (summed over the workers: every worker's episodes)."""
+        (summed over the workers: every worker's episodes).
+
+        Timed as storing, the sum included: there a worker waits for the others to end their collection,
+        so collection's time is the slowest worker's, and ``t_sync`` holds only the gradients' sums.
+        """
         agent, clip = self.agent, self.cfg.clip_obs
         with self.timers("store"):
             goals = np.repeat(goals[:, None], achieved.shape[1], axis=1)
@@ -519,7 +523,6 @@ class Trainer:
             goals[use] = relabel[use]
             o_stats = agent.o_norm.stats(np.clip(observations, -clip, clip))
             g_stats = agent.g_norm.stats(np.clip(goals, -clip, clip))
-        with self.timers("sync"):
             stats = self.world.sum_array(np.concatenate([o_stats, g_stats]))
         agent.o_norm.add(stats[: o_stats.size])
         agent.g_norm.add(stats[o_stats.size :])
