@@ -12,11 +12,17 @@ and batch 2048/W, their gradients summed every update. From rank 0's timers in `
 
 The two sides run one after the other, ``REPEATS`` times, alternating; medians. W = 2 and, on a
 machine with more cores, every power of two up to the cores.
+
+A third side gives the bound: W independent one-process runs of the workers' settings (16/W envs,
+batch 2048/W, seeds 0, 1, ...), side by side, each pinned to a core of its own. They do a worker's
+work with nothing exchanged, so their updates/s (the mean of the W) is what W workers would reach
+with a free exchange; their row compares it with the one-process run, as the workers' row does.
 """
 
 from __future__ import annotations
 
 import csv
+import functools
 import os
 import statistics
 import subprocess
@@ -27,6 +33,7 @@ from pathlib import Path
 from benchmarks.common import Row
 
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "her_ddpg.py"
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 SETTINGS = ["--env", "goalenvs/FetchPush-v0", "--epochs", "1", "--save-freq", "0", "--no-gif", "--force"]
 
 
@@ -34,11 +41,35 @@ def _run(workers: int, cycles: int, out: Path) -> dict[str, float]:
     """Rank 0's timers of one run of ``cycles`` cycles on ``workers`` workers."""
     launch = [sys.executable] if workers == 1 else [
         sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(workers)]  # fmt: skip
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [*launch, str(SCRIPT), *SETTINGS, "--n-cycles", str(cycles), "--output", str(out)]
-    result = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    result = subprocess.run(cmd, env=ENV, capture_output=True, text=True)
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{result.stderr[-2000:]}")
+    return _rates(out)
+
+
+def _apart(workers: int, cycles: int, out: Path) -> dict[str, float]:
+    """The mean rates of ``workers`` independent one-process runs of a worker's settings, side by side,
+    each pinned to a core of its own: the workers' work without the exchange."""
+    cores = sorted(os.sched_getaffinity(0))
+    share = ["--n-envs", str(16 // workers), "--batch-size", str(2048 // workers)]
+    procs = []
+    for i in range(workers):
+        cmd = [sys.executable, str(SCRIPT), *SETTINGS, *share, "--seed", str(i), "--n-cycles", str(cycles),
+               "--output", str(out / str(i))]  # fmt: skip
+        pin = functools.partial(os.sched_setaffinity, 0, {cores[i % len(cores)]})
+        procs.append((cmd, subprocess.Popen(cmd, env=ENV, preexec_fn=pin, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.PIPE, text=True)))  # fmt: skip
+    for cmd, proc in procs:
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{err[-2000:]}")
+    rates = [_rates(out / str(i)) for i in range(workers)]
+    return {key: statistics.mean(r[key] for r in rates) for key in rates[0]}
+
+
+def _rates(out: Path) -> dict[str, float]:
+    """Collection, update and training rates from the timers of the run in ``out``."""
     with (out / "eval.csv").open() as f:
         (row,) = list(csv.DictReader(f))
     t = {key[2:]: float(value) for key, value in row.items() if key.startswith("t_")}
@@ -57,10 +88,11 @@ def run(quick: bool) -> list[Row]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for workers in sizes:
-            alone, many = [], []
+            alone, many, apart = [], [], []
             for _ in range(repeats):
                 alone.append(_run(1, cycles, Path(tmp) / "one"))
                 many.append(_run(workers, cycles, Path(tmp) / "many"))
+                apart.append(_apart(workers, cycles, Path(tmp) / "apart"))
             for key, unit in (
                 ("collection", "env-steps/s"),
                 ("updates", "updates/s"),
@@ -76,4 +108,14 @@ def run(quick: bool) -> list[Row]:
                         "her_ddpg.py, 1 process",
                     )
                 )
+            rows.append(
+                Row(
+                    "distributed",
+                    f"FetchPush updates, {workers} processes of {16 // workers} envs, batch {2048 // workers}: the bound",
+                    "updates/s",
+                    statistics.median(r["updates"] for r in apart),
+                    statistics.median(r["updates"] for r in alone),
+                    "her_ddpg.py, 1 process",
+                )
+            )
     return rows
