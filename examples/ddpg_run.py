@@ -111,9 +111,9 @@ class Run:
         """Start this session's clocks; returns the last epoch's success rate (NaN before the first epoch):
         what a finished run that is resumed reports.
 
-        The workers meet first, so that one worker's later start (its own setup) is not timed as the
-        others' wait in the first exchange: 1.2 s of rank 0's ``t_sync`` in a 12-cycle FetchPush run on 2
-        workers, a tenth of its updating time.
+        The workers meet first, so that the later start of workers 1, 2, ... (they build their part once
+        worker 0 has sent them the settings) is not timed as worker 0's wait in the first exchange: 1.2 s
+        in a 12-cycle FetchPush run on 2 workers, a tenth of worker 0's updating time.
         """
         self.world.sum_array(np.zeros(1))
         self._clock = (time.perf_counter(), time.process_time())
