@@ -10,9 +10,9 @@ and batch 2048/W, their gradients summed every update. From rank 0's timers in `
 * updates: updates per second of updating (sampling, the update, the gradient exchange);
 * training: env steps per second of training wall time (both, without the evaluation).
 
-The sides (with the third below) run one after the other, ``REPEATS`` times, alternating; medians. W = 2 and, on a
-machine with more cores, every power of two up to the cores and up to 16 (FetchPush runs 16 envs, and
-her_ddpg.py refuses more workers than envs).
+The sides (with the third below) run one after the other, ``REPEATS`` times, alternating; medians.
+W = 2 and, on a machine with more cores, every power of two up to the cores and up to 16 (FetchPush
+runs 16 envs, and her_ddpg.py refuses more workers than envs).
 
 A third side gives the bound: W independent one-process runs of the workers' settings (16/W envs,
 batch 2048/W, seeds 0, 1, ...), side by side, each pinned to a core of its own. They do a worker's
