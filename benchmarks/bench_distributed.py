@@ -61,8 +61,8 @@ def _apart(workers: int, cycles: int, out: Path) -> dict[str, float]:
         pin = functools.partial(os.sched_setaffinity, 0, {cores[i % len(cores)]})
         procs.append((cmd, subprocess.Popen(cmd, env=ENV, preexec_fn=pin, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.PIPE, text=True)))  # fmt: skip
-    for cmd, proc in procs:
-        _, err = proc.communicate()
+    errs = [proc.communicate()[1] for _, proc in procs]  # every run ends before the folder goes
+    for (cmd, proc), err in zip(procs, errs, strict=True):
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd)} failed:\n{err[-2000:]}")
     rates = [_rates(out / str(i)) for i in range(workers)]
