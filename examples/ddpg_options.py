@@ -41,7 +41,7 @@ OUTPUTS = ("config.json", "commands.txt", "eval.csv", "success.png", "policy.gif
 
 # Settings added after runs were recorded, with the value those runs used: a config.json or checkpoint
 # without the key is read with it, so that such a run resumes as it ran.
-ADDED_SETTINGS: dict[str, Any] = {"fused_adam": False, "flush_denormals": False}
+ADDED_SETTINGS: dict[str, Any] = {"fused_adam": False, "flush_denormals": False, "policy_polyak": 0.0}
 
 # The accepted values of every numeric setting, checked before anything is written (options, the
 # --conf-file entry and, on --resume, config.json alike).
@@ -54,6 +54,7 @@ RANGES: dict[str, Range] = {
     "lr_critic": Range(float, 0.0, low_open=True),
     "gamma": Range(float, 0.0, 1.0, high_open=True),  # 1: the critic's target clip 1/(1-gamma) is infinite
     "polyak": _PROBABILITY,
+    "policy_polyak": Range(float, 0.0, 1.0, high_open=True),  # 1: the average would never leave the start
     "action_l2": Range(float, 0.0),
     "noise_eps": Range(float, 0.0),
     "random_eps": _PROBABILITY,

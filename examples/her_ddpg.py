@@ -102,6 +102,11 @@ class Config:
     lr_critic: float = 1e-3
     gamma: float = 0.98
     polyak: float = 0.95
+    # The greedy policy (evaluations, the best policy kept, --evaluate, the GIF) is a running average of the
+    # actor's weights, moved ``1 - policy_polyak`` of the way to the actor every cycle, as the target actor
+    # is with ``polyak``; 0: the actor itself (the HER paper's). Exploration always acts with the actor.
+    # On FetchSlide the averaged weights land more precise slides (docs/training.md).
+    policy_polyak: float = 0.0
     action_l2: float = 1.0
     noise_eps: float = 0.2
     random_eps: float = 0.3
@@ -226,6 +231,8 @@ class Agent:
         self.critic = MLP(n_in + act_dim, 1, cfg.hidden, cfg.layers, cfg.bf16)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
+        # The greedy policy's network: the actor, or the running average of its weights (``policy_polyak``).
+        self.greedy = copy.deepcopy(self.actor).requires_grad_(False) if cfg.policy_polyak > 0 else self.actor
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr_actor, fused=cfg.fused_adam)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr_critic, fused=cfg.fused_adam)
         self.clip_return = 1.0 / (1.0 - cfg.gamma)
@@ -284,10 +291,11 @@ class Agent:
         g = self.g_norm(np.clip(goal, -self.cfg.clip_obs, self.cfg.clip_obs))
         return torch.from_numpy(np.concatenate([o, g], axis=1, dtype=np.float32))
 
-    def pi(self, obs: np.ndarray, goal: np.ndarray) -> np.ndarray:
-        """Greedy actions in [-1, 1], shape ``(B, act_dim)``."""
+    def pi(self, obs: np.ndarray, goal: np.ndarray, greedy: bool = True) -> np.ndarray:
+        """The greedy policy's actions in [-1, 1], shape ``(B, act_dim)``; with ``greedy=False`` the actor's
+        own (what exploration adds noise to; the same unless ``policy_polyak``)."""
         with torch.no_grad():
-            return torch.tanh(self.actor(self.inputs(obs, goal))).numpy()
+            return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).numpy()
 
     def update(self, batch: dict[str, Any]) -> None:
         """One critic and one actor Adam step on a sampled batch."""
@@ -341,33 +349,45 @@ class Agent:
         return x, a, target
 
     def update_targets(self) -> None:
+        """Move the target networks (and the averaged policy, under ``policy_polyak``) towards the networks."""
+        moves = [
+            (self.actor, self.actor_target, self.cfg.polyak),
+            (self.critic, self.critic_target, self.cfg.polyak),
+        ]
+        if self.greedy is not self.actor:
+            moves.append((self.actor, self.greedy, self.cfg.policy_polyak))
         with torch.no_grad():
-            for net, target in ((self.actor, self.actor_target), (self.critic, self.critic_target)):
+            for net, target, polyak in moves:
                 for p, tp in zip(net.parameters(), target.parameters(), strict=True):
-                    tp.mul_(self.cfg.polyak).add_(p, alpha=1.0 - self.cfg.polyak)
+                    tp.mul_(polyak).add_(p, alpha=1.0 - polyak)
 
     def state_dict(self) -> dict[str, Any]:
         nets = ("actor", "critic", "actor_target", "critic_target", "actor_opt", "critic_opt")
         state = {name: getattr(self, name).state_dict() for name in nets}
         state["normalizers"] = (self.o_norm.state_dict(), self.g_norm.state_dict())
+        if self.greedy is not self.actor:
+            state["actor_average"] = self.greedy.state_dict()
         return state
 
     def policy_state(self) -> dict[str, Any]:
-        """A copy of what the greedy policy needs (the actor and the normalisers' statistics), for
-        :meth:`load_policy_state`."""
+        """A copy of what the greedy policy needs (its network's weights, under ``"actor"``, and the
+        normalisers' statistics), for :meth:`load_policy_state`."""
         norms = (self.o_norm.state_dict(), self.g_norm.state_dict())
-        actor = {key: value.detach().clone() for key, value in self.actor.state_dict().items()}
+        actor = {key: value.detach().clone() for key, value in self.greedy.state_dict().items()}
         return {"actor": actor, "normalizers": copy.deepcopy(norms)}
 
     def load_policy_state(self, state: dict[str, Any]) -> None:
-        self.actor.load_state_dict(state["actor"])
+        self.greedy.load_state_dict(state["actor"])
         self.o_norm.load_state_dict(state["normalizers"][0])
         self.g_norm.load_state_dict(state["normalizers"][1])
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name in ("critic", "actor_target", "critic_target", "actor_opt", "critic_opt"):
+        for name in ("actor", "critic", "actor_target", "critic_target", "actor_opt", "critic_opt"):
             getattr(self, name).load_state_dict(state[name])
-        self.load_policy_state(state)
+        if self.greedy is not self.actor:
+            self.greedy.load_state_dict(state["actor_average"])
+        self.o_norm.load_state_dict(state["normalizers"][0])
+        self.g_norm.load_state_dict(state["normalizers"][1])
 
 
 def hindsight_goals(
@@ -465,9 +485,10 @@ class Trainer:
             yield batch
             self.updates += 1
 
-    def policy(self, obs: np.ndarray, goal: np.ndarray) -> np.ndarray:
-        """The greedy actions; a policy whose weights have gone NaN (diverged) stops the run in one line."""
-        u = self.agent.pi(obs, goal)
+    def policy(self, obs: np.ndarray, goal: np.ndarray, greedy: bool = True) -> np.ndarray:
+        """The greedy policy's actions (``greedy=False``: the actor's, for exploration); a policy whose
+        weights have gone NaN (diverged) stops the run in one line."""
+        u = self.agent.pi(obs, goal, greedy)
         if not np.isfinite(u).all():  # ~1 us a step; else the env refuses the NaN action with a traceback
             raise RunError(
                 f"training diverged in epoch {self.epoch + 1}: the actor's actions are not finite (its weights "
@@ -476,8 +497,8 @@ class Trainer:
         return u
 
     def explore(self, obs: np.ndarray, goal: np.ndarray) -> np.ndarray:
-        """The greedy actions plus Gaussian noise, and a share ``random_eps`` of uniformly random ones."""
-        u = self.policy(obs, goal)
+        """The actor's actions plus Gaussian noise, and a share ``random_eps`` of uniformly random ones."""
+        u = self.policy(obs, goal, greedy=False)
         u = np.clip(u + self.cfg.noise_eps * self.rng.standard_normal(u.shape), -1.0, 1.0)
         random = self.rng.random(len(u)) < self.cfg.random_eps
         u[random] = self.rng.uniform(-1.0, 1.0, (int(random.sum()), u.shape[1]))

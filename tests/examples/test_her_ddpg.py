@@ -276,6 +276,48 @@ def test_a_run_recorded_before_the_added_settings_resumes_as_it_ran(tmp_path: Pa
     assert not all(torch.equal(v, c["actor"][k]) for k, v in a["actor"].items())  # the setting tells
 
 
+def test_the_averaged_policy_follows_the_actor_by_policy_polyak_and_only_the_greedy_policy_uses_it(
+    tmp_path: Path,
+) -> None:
+    """Under ``policy_polyak`` the greedy policy is a running average of the actor's weights, moved each
+    cycle as the target actor is (with ``policy_polyak == polyak`` it is the target actor, bit for bit);
+    exploration acts with the actor, so training learns exactly what it learns without the average. The
+    average is kept in the checkpoints, resumes bit for bit, and is the best policy kept."""
+    cfg = her_ddpg.Config(hidden=16, layers=2, policy_polyak=0.95)
+    torch.manual_seed(0)
+    agent = her_ddpg.Agent(cfg, obs_dim=5, goal_dim=3, act_dim=4)
+    rng = np.random.default_rng(0)
+    agent.o_norm.update(rng.normal(size=(50, 5)))
+    agent.g_norm.update(rng.normal(size=(50, 3)))
+    for _ in range(3):
+        agent.updates([_batch(rng) for _ in range(2)])
+        agent.update_targets()
+    for a, t, p in zip(agent.greedy.parameters(), agent.actor_target.parameters(), agent.actor.parameters(), strict=True):  # fmt: skip
+        assert torch.equal(a, t) and not torch.equal(a, p)
+    obs, goal = rng.normal(size=(4, 5)), rng.normal(size=(4, 3))
+    with torch.no_grad():
+        actor = torch.tanh(agent.actor(agent.inputs(obs, goal))).numpy()
+        average = torch.tanh(agent.actor_target(agent.inputs(obs, goal))).numpy()
+    assert np.array_equal(agent.pi(obs, goal, greedy=False), actor)
+    assert np.array_equal(agent.pi(obs, goal), average) and not np.array_equal(actor, average)
+
+    plain, averaged, split = tmp_path / "plain", tmp_path / "averaged", tmp_path / "split"
+    her_ddpg.main([*TINY, "--epochs", "2", "--output", str(plain)])
+    her_ddpg.main([*TINY, "--epochs", "2", "--policy-polyak", "0.5", "--output", str(averaged)])
+    her_ddpg.main([*TINY, "--epochs", "1", "--policy-polyak", "0.5", "--output", str(split)])
+    averages = [_state(split)["agent"]["actor_average"]]
+    her_ddpg.main(["--resume", str(split), "--epochs", "2", "--no-gif"])
+    a, b, c = _state(plain), _state(averaged), _state(split)
+    for net in ("actor", "critic", "actor_target", "critic_target"):  # the same training
+        assert all(torch.equal(v, b["agent"][net][k]) for k, v in a["agent"][net].items()), net
+    assert "actor_average" not in a["agent"]
+    average = b["agent"]["actor_average"]
+    assert not all(torch.equal(v, average[k]) for k, v in b["agent"]["actor"].items())
+    assert all(torch.equal(v, c["agent"]["actor_average"][k]) for k, v in average.items())  # resumed exactly
+    best = averages[c["best"]["epoch"] - 1] if c["best"]["epoch"] == 1 else average
+    assert all(torch.equal(v, c["best"]["actor"][k]) for k, v in best.items())  # the best epoch's average
+
+
 @pytest.mark.parametrize("flush", [True, False])
 def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
     flush: bool, request: pytest.FixtureRequest
@@ -319,6 +361,10 @@ def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
         (["--gamma", "nan"], "--gamma: nan is not accepted; accepted: a finite number, 0.0 <= gamma < 1.0"),
         (["--gamma", "1"], "--gamma: 1.0 is not accepted"),
         (["--polyak", "7"], "--polyak: 7.0 is not accepted; accepted: a finite number, 0.0 <= polyak <= 1.0"),
+        (
+            ["--policy-polyak", "1"],
+            "--policy-polyak: 1.0 is not accepted; accepted: a finite number, 0.0 <= policy_polyak < 1.0",
+        ),
         (
             ["--noise-eps", "-3"],
             "--noise-eps: -3.0 is not accepted; accepted: a finite number, 0.0 <= noise_eps",
