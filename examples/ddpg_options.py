@@ -228,10 +228,12 @@ def parse_args(
             )
             if args.tensorboard_run is not None:
                 _check_tensorboard_installed()
-        free = ("epochs", "threads") + (("norm_clip",) if args.evaluate is not None else ())
+        free = ("epochs", "threads") + (("norm_clip", "policy_polyak") if args.evaluate is not None else ())
         changed = {k: v for k, v in values.items() if k not in free and v != saved[k]}
         if changed:
-            may = "--epochs and --threads" if args.evaluate is None else "--epochs, --threads and --norm-clip"
+            may = "--epochs and --threads"
+            if args.evaluate is not None:
+                may = "--epochs, --threads, --norm-clip and --policy-polyak"
             raise RunError(f"--resume: continues a run as configured; only {may} may change, got {changed}")
         return config(**{**saved, **values}), args.resume, args
     if args.evaluate is not None:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 import gymnasium as gym
 import numpy as np
 import torch
-from ddpg_options import ADDED_SETTINGS, OUTPUTS, SCRIPT, build_parser, cores_each, parse_args
+from ddpg_options import ADDED_SETTINGS, OUTPUTS, SCRIPT, build_parser, cores_each, parse_args, read_config
 from numpy.typing import ArrayLike
 from runfolder import (
     Checkpoint,
@@ -433,13 +433,32 @@ def evaluate_checkpoint(
     what the normalisers' clip (``cfg.norm_clip``, which may differ from the run's) hid from it; writes
     nothing.
 
-    Episode seeds start at 2e9, apart from training's and from the per-epoch evaluations'.
+    ``cfg.policy_polyak`` may differ from the run's where the checkpoint holds that policy: 0, the actor
+    itself; the run's ``polyak``, the target actor (the running average of the actor that moves by
+    ``polyak`` every cycle). Episode seeds start at 2e9, apart from training's and from the per-epoch
+    evaluations'.
     """
     checkpoint = RunFolder.read_only(out, SCRIPT, OUTPUTS).latest_checkpoint()
     if checkpoint is None:
         raise RunError(f"--resume: {out} has no checkpoint yet (checkpoints need --save-freq >= 1)")
+    own, asked = read_config(out, type(cfg))[0]["policy_polyak"], cfg.policy_polyak
+    if asked != own and best:
+        raise RunError(
+            f"--policy-polyak: the best policy kept is the run's own greedy policy (policy_polyak {own}); "
+            f"accepted: --best with no --policy-polyak, or --policy-polyak {own}"
+        )
+    if asked not in (own, 0.0, cfg.polyak):
+        raise RunError(
+            f"--policy-polyak: {asked} is not a policy this run keeps; accepted: 0 (the actor), {cfg.polyak} "
+            f"(the target actor: the running average moved by --polyak)"
+            + (f", {own} (the run's own average)" if own else "")
+        )
     trainer = recipe.trainer(replace(cfg, eval_episodes=episodes, buffer_size=1))  # no replay needed
     state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
+    policy = "" if asked == 0 else f" (the actor's running average, policy_polyak {asked})"
+    if asked != own and asked == cfg.polyak:  # the target actor is that average, bit for bit
+        state["agent"] = {**state["agent"], "actor_average": state["agent"]["actor_target"]}
+        policy = f" (the actor's running average, policy_polyak {asked}: the target actor)"
     if best and state.get("best") is None:
         raise RunError(
             f"--best: the checkpoint {checkpoint.path} holds no best policy (it was written before they were "
@@ -453,6 +472,7 @@ def evaluate_checkpoint(
         else:
             trainer.agent.load_state_dict(state["agent"])
             which = f"the last checkpoint's policy: epoch {state['epoch']}"
+        which += policy
     except (KeyError, TypeError, RuntimeError) as exc:
         raise checkpoint.unfit("agent.pt", exc) from None
     success, report = trainer.evaluate_report(base=2 * 10**9)

@@ -502,6 +502,43 @@ def test_evaluate_with_another_clip_reports_where_it_fails_and_what_the_clip_hid
     assert exc.value.code == 2 and "only --epochs and --threads may change, got {'norm_clip': 10.0}" in err
 
 
+def test_evaluate_acts_with_the_target_actor_as_the_average_that_polyak_moves(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    """``--evaluate N --policy-polyak P`` on a run without that average: P = the run's polyak acts with
+    the target actor (that average, bit for bit), P = 0 with the actor; any other P, or P with --best
+    (which keeps only the run's own greedy policy), is one line."""
+    out = tmp_path / "run"
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
+    acting = []
+    report = her_ddpg.Trainer.evaluate_report
+
+    def spy(self, base):
+        acting.append({k: v.clone() for k, v in self.agent.greedy.state_dict().items()})
+        return report(self, base)
+
+    monkeypatch.setattr(her_ddpg.Trainer, "evaluate_report", spy)
+    capsys.readouterr()
+    her_ddpg.main(["--resume", str(out), "--evaluate", "3", "--policy-polyak", "0.95"])
+    assert capsys.readouterr().out.splitlines()[1] == (
+        "the last checkpoint's policy: epoch 1 (the actor's running average, policy_polyak 0.95: the target actor)"
+    )
+    her_ddpg.main(["--resume", str(out), "--evaluate", "3"])
+    agent = _state(out)["agent"]
+    for used, net in zip(acting, ("actor_target", "actor"), strict=True):
+        assert all(torch.equal(v, agent[net][k]) for k, v in used.items()), net
+    assert not all(torch.equal(v, agent["actor"][k]) for k, v in agent["actor_target"].items())
+    for extra, message in (
+        (["--policy-polyak", "0.5"], "--policy-polyak: 0.5 is not a policy this run keeps; accepted: 0 (the actor), 0.95"),
+        (["--policy-polyak", "0.95", "--best"], "--policy-polyak: the best policy kept is the run's own greedy policy"),
+    ):  # fmt: skip
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exc:
+            her_ddpg.main(["--resume", str(out), "--evaluate", "3", *extra])
+        (err,) = capsys.readouterr().err.strip().splitlines()
+        assert exc.value.code == 2 and message in err, err
+
+
 def test_the_best_evaluations_policy_is_kept_in_the_checkpoints_and_evaluated_with_best(
     tmp_path, capsys, monkeypatch
 ) -> None:
