@@ -105,7 +105,7 @@ class Config:
     # The greedy policy (evaluations, the best policy kept, --evaluate, the GIF) is a running average of the
     # actor's weights, moved ``1 - policy_polyak`` of the way to the actor every cycle, as the target actor
     # is with ``polyak``; 0: the actor itself (the HER paper's). Exploration always acts with the actor.
-    # On FetchSlide the averaged weights land more precise slides (docs/training.md).
+    # What it gave on FetchSlide checkpoints: docs/training.md.
     policy_polyak: float = 0.0
     action_l2: float = 1.0
     noise_eps: float = 0.2
