@@ -581,3 +581,25 @@ def test_the_best_evaluations_policy_is_kept_in_the_checkpoints_and_evaluated_wi
     )
     her_ddpg.main(["--resume", str(old), "--epochs", "2", "--no-gif"])
     assert _state(old)["best"]["epoch"] == 2  # the best of the epochs since
+
+
+def test_bf16_defaults_to_what_the_cpu_computes_natively_and_is_recorded(
+    tmp_path, monkeypatch, capsys
+) -> None:
+    flags = set()
+    if Path("/proc/cpuinfo").exists():  # Linux: the kernel's own list of the CPU's instruction sets
+        flags = set(re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M).group(1).split())
+        assert her_ddpg.native_bf16() == bool(flags & {"avx512_bf16", "amx_bf16"})
+    for native in (True, False):
+        monkeypatch.setattr(her_ddpg, "native_bf16", lambda native=native: native)
+        assert her_ddpg.Config().bf16 is native
+        out = tmp_path / f"run_{native}"
+        her_ddpg.main([*TINY, "--epochs", "1", "--save-freq", "0", "--output", str(out)])
+        assert json.loads((out / "config.json").read_text())["bf16"] is native  # resumed as recorded
+        assert "emulates" not in capsys.readouterr().err
+    # An explicit --bf16 wins, and on a CPU that emulates bfloat16 says what it costs, in one line.
+    her_ddpg.main([*TINY, "--epochs", "1", "--save-freq", "0", "--bf16", "--output", str(tmp_path / "on")])
+    assert json.loads((tmp_path / "on" / "config.json").read_text())["bf16"] is True
+    err = [line for line in capsys.readouterr().err.splitlines() if "emulates" in line]
+    assert err == ["her_ddpg.py: note: this run computes in bfloat16, which this CPU emulates (no AVX-512 BF16 "
+                   "or AMX): an update takes ~16x its float32 time here; a new run's default here is --no-bf16"]  # fmt: skip
