@@ -1,8 +1,9 @@
 """DDPG+HER on W workers (``torchrun``) against the one-process run, FetchPush, the same global settings.
 
 Each side is a real run of ``examples/her_ddpg.py``: FetchPush's settings (16 envs a cycle, 40 updates of
-batch 2048 a cycle, [256, 256, 256] networks, bfloat16), ``CYCLES`` cycles and one evaluation, one torch
-thread per worker, the workers pinned to their own cores. The one-process run is ``python
+batch 2048 a cycle, [256, 256, 256] networks; the hidden layers in bfloat16 where the CPU computes it
+natively, else float32, the script's default, named in each row), ``CYCLES`` cycles and one evaluation,
+one torch thread per worker, the workers pinned to their own cores. The one-process run is ``python
 examples/her_ddpg.py``; W workers are ``torchrun --standalone --nproc-per-node W``, each with 16/W envs
 and batch 2048/W, their gradients summed every update. From rank 0's timers in ``eval.csv``:
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import json
 import os
 import statistics
 import subprocess
@@ -75,7 +77,9 @@ def _rates(out: Path) -> dict[str, float]:
         (row,) = list(csv.DictReader(f))
     t = {key[2:]: float(value) for key, value in row.items() if key.startswith("t_")}
     steps, updates = float(row["env_steps"]), float(row["updates"])
+    bf16 = json.loads((out / "config.json").read_text())["bf16"]  # her_ddpg.py's default: the CPU's own
     return {
+        "bf16": float(bf16),
         "collection": steps / (t["env"] + t["act"] + t["store"]),
         "updates": updates / (t["sample"] + t["update"] + t["sync"]),
         "training": steps / (float(row["wall_s"]) - t["eval"]),
@@ -94,6 +98,7 @@ def run(quick: bool) -> list[Row]:
                 alone.append(_run(1, cycles, Path(tmp) / "one"))
                 many.append(_run(workers, cycles, Path(tmp) / "many"))
                 apart.append(_apart(workers, cycles, Path(tmp) / "apart"))
+            kind = "bfloat16" if statistics.mean(r["bf16"] for r in alone + many + apart) else "float32"
             for key, unit in (
                 ("collection", "env-steps/s"),
                 ("updates", "updates/s"),
@@ -102,7 +107,7 @@ def run(quick: bool) -> list[Row]:
                 rows.append(
                     Row(
                         "distributed",
-                        f"FetchPush {key}, 16 envs, batch 2048, {workers} workers on {cores} cores",
+                        f"FetchPush {key}, 16 envs, batch 2048, {kind}, {workers} workers on {cores} cores",
                         unit,
                         statistics.median(r[key] for r in many),
                         statistics.median(r[key] for r in alone),
@@ -112,7 +117,8 @@ def run(quick: bool) -> list[Row]:
             rows.append(
                 Row(
                     "distributed",
-                    f"FetchPush updates, {workers} processes of {16 // workers} envs, batch {2048 // workers}: the bound",
+                    f"FetchPush updates, {workers} processes of {16 // workers} envs, batch {2048 // workers}, {kind}: "
+                    "the bound",
                     "updates/s",
                     statistics.median(r["updates"] for r in apart),
                     statistics.median(r["updates"] for r in alone),
