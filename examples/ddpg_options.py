@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
+import torch
 import yaml
 from runfolder import (
     ArgumentParser,
@@ -41,7 +42,14 @@ OUTPUTS = ("config.json", "commands.txt", "eval.csv", "success.png", "policy.gif
 
 # Settings added after runs were recorded, with the value those runs used: a config.json or checkpoint
 # without the key is read with it, so that such a run resumes as it ran.
-ADDED_SETTINGS: dict[str, Any] = {"fused_adam": False, "flush_denormals": False, "policy_polyak": 0.0}
+ADDED_SETTINGS: dict[str, Any] = {
+    "fused_adam": False,
+    "flush_denormals": False,
+    "policy_polyak": 0.0,
+    "device": "cpu",
+}
+
+DEVICES = ("cpu", "cuda")  # where the networks live (--device)
 
 # The accepted values of every numeric setting, checked before anything is written (options, the
 # --conf-file entry and, on --resume, config.json alike).
@@ -72,7 +80,19 @@ def check_config(values: dict[str, Any], where: str) -> None:
             raise RunError(f"{where} {name}: {value!r} is not accepted; accepted: an env id (a string)")
         if name in ("bf16", "fused_adam", "flush_denormals") and not isinstance(value, bool):
             raise RunError(f"{where} {name}: {value!r} is not accepted; accepted: true or false")
+        if name == "device" and value not in DEVICES:
+            label = "--device" if where == "option" else f"{where} {name}"
+            raise RunError(f"{label}: {value!r} is not accepted; accepted: {' or '.join(DEVICES)}")
     check_settings(values, RANGES, where)
+
+
+def check_device(cfg: Config) -> Config:
+    """``cfg``, once its device is known to be here (a run on CUDA on a machine without one is one line)."""
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise RunError(
+            f"--device: cuda is not available here (torch {torch.__version__} sees no CUDA device); accepted: cpu"
+        )
+    return cfg
 
 
 def build_parser(config: type[Config], description: str) -> ArgumentParser:
@@ -228,14 +248,15 @@ def parse_args(
             )
             if args.tensorboard_run is not None:
                 _check_tensorboard_installed()
-        free = ("epochs", "threads") + (("norm_clip", "policy_polyak") if args.evaluate is not None else ())
+        free: tuple[str, ...] = ("epochs", "threads", "device")
+        free += ("norm_clip", "policy_polyak") if args.evaluate is not None else ()
         changed = {k: v for k, v in values.items() if k not in free and v != saved[k]}
         if changed:
-            may = "--epochs and --threads"
+            may = "--epochs, --threads and --device"
             if args.evaluate is not None:
-                may = "--epochs, --threads, --norm-clip and --policy-polyak"
+                may = "--epochs, --threads, --device, --norm-clip and --policy-polyak"
             raise RunError(f"--resume: continues a run as configured; only {may} may change, got {changed}")
-        return config(**{**saved, **values}), args.resume, args
+        return check_device(config(**{**saved, **values})), args.resume, args
     if args.evaluate is not None:
         raise RunError("--evaluate: needs --resume RUN_DIR (the run whose checkpoint to evaluate)")
     env_id = values.get("env_id", config.env_id)
@@ -244,7 +265,9 @@ def parse_args(
     if not env_id.startswith("goalenvs/Fetch"):
         raise RunError(f"--env-id: this agent runs the goalenvs Fetch ids {_fetch_ids()}, got {env_id!r}")
     entry = read_conf(args.conf_file or CONF_FILE, env_id, config)
-    cfg = config(**{**entry, **values})
+    cfg = check_device(config(**{**entry, **values}))
+    if cfg.device == "cuda" and "bf16" not in {**entry, **values}:
+        cfg = replace(cfg, bf16=torch.cuda.is_bf16_supported())
     where = "--buffer-size"
     if "buffer_size" not in values:
         where = (

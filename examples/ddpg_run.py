@@ -124,7 +124,7 @@ class Run:
         no exchange of their own: the update's losses and Q values (each worker's batch means, weighted by
         its share: the whole batch's) and the training episodes' returns, count and successes."""
         agent = self.trainer.agent
-        losses = np.zeros(4) if agent.stats is None else agent.stats.numpy() * agent.share
+        losses = np.zeros(4) if agent.stats is None else agent.stats.cpu().numpy() * agent.share
         return np.concatenate([losses, self.trainer.rollouts])
 
     def end_epoch(self, success: float) -> None:
@@ -299,7 +299,7 @@ class Run:
         Returns every other worker's ``(storage, envs)`` bytes, each checked to fit that worker, for
         :meth:`hand_out`.
         """
-        state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
+        state = checkpoint.load("agent.pt", _load_torch)
         self._take_shared(state, checkpoint)
         others = []
         for rank in range(self.world.size):
@@ -425,6 +425,12 @@ def plot(rows: list[dict[str, Any]], title: str) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------ starting
+def _load_torch(path: Path) -> Any:
+    """A checkpoint's ``agent.pt``, its tensors on the CPU whatever device wrote them (``load_state_dict``
+    then moves them to the networks' own device), so a run trained on a GPU resumes or is evaluated on any."""
+    return torch.load(path, map_location="cpu", weights_only=False)
+
+
 def evaluate_checkpoint(
     recipe: Recipe, cfg: Config, out: Path, episodes: int, best: bool = False
 ) -> tuple[float, str]:
@@ -454,7 +460,7 @@ def evaluate_checkpoint(
             + (f", {own} (the run's own average)" if own else "")
         )
     trainer = recipe.trainer(replace(cfg, eval_episodes=episodes, buffer_size=1))  # no replay needed
-    state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
+    state = checkpoint.load("agent.pt", _load_torch)
     policy = "" if asked == 0 else f" (the actor's running average, policy_polyak {asked})"
     if asked != own and asked == cfg.polyak:  # the target actor is that average, bit for bit
         state["agent"] = {**state["agent"], "actor_average": state["agent"]["actor_target"]}
@@ -525,7 +531,9 @@ def _take_up(
             )
         saved = {**ADDED_SETTINGS, **saved}
         changed = sorted(
-            k for k, v in asdict(cfg).items() if k not in ("epochs", "threads") and saved.get(k) != v
+            k
+            for k, v in asdict(cfg).items()
+            if k not in ("epochs", "threads", "device") and saved.get(k) != v
         )
         if changed:
             raise RunError(

@@ -47,6 +47,9 @@ epoch), collection env-steps/s and updates/s, and the timers of ``eval.csv``. ``
 that folder (TensorBoard hides what a stopped session wrote after the checkpoint); under ``torchrun``
 only rank 0 writes.
 
+``--device cuda`` puts the networks on a GPU (each worker on GPU ``LOCAL_RANK``, their gradients summed
+by NCCL; untested here, where no GPU is); the envs and the storage stay on the CPU.
+
 Under ``torchrun`` the run is W workers (``examples/workers.py``): each steps its share of the envs,
 keeps its own storage shard and samples its share of each batch; the gradients of every update and
 the normalisers' statistics are summed over the workers, so every setting means what it means in one
@@ -63,6 +66,7 @@ folder and its checkpoints, the curve, TensorBoard, the workers' hand-over on re
 from __future__ import annotations
 
 import copy
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -116,6 +120,8 @@ class Config:
     norm_clip: float = 5.0
     norm_eps: float = 0.01
     eval_episodes: int = 100
+    # Where the networks live: "cpu", or "cuda" (each worker on GPU LOCAL_RANK; gloo and NCCL: untested here).
+    device: str = "cpu"
     # The hidden layers in bfloat16: by default where this CPU computes it natively (:func:`native_bf16`).
     bf16: bool = field(default_factory=lambda: native_bf16())
     # Adam's fused kernel: the same update in one pass over the weights, 0.25 against 0.75 ms a step here
@@ -136,6 +142,16 @@ def native_bf16() -> bool:
     (975 against 60 ms at batch 1024 on a Zen 3 EPYC), so there the default is float32."""
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's own probes (torch >= 2.3)
     return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
+def torch_device(name: str) -> torch.device:
+    """The torch device of setting ``device`` for this worker: the CPU, or under ``"cuda"`` the GPU
+    ``LOCAL_RANK`` of this machine (torchrun's local worker number; 0 without it), made current."""
+    if name == "cpu":
+        return torch.device("cpu")
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
+    torch.cuda.set_device(device)
+    return device
 
 
 class Normalizer:
@@ -199,7 +215,7 @@ class MLP(nn.Module):
         self.bf16 = bf16
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
             h = self.body(x)
         return self.head(h.float())
 
@@ -208,7 +224,7 @@ def flat_grads(module: nn.Module) -> torch.Tensor:
     """One zeroed buffer holding every gradient of ``module`` (each parameter's ``.grad`` a view into it),
     so the workers sum them in one call; backward accumulates into the views in place."""
     params = list(module.parameters())
-    flat = torch.zeros(sum(p.numel() for p in params))
+    flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device)
     offset = 0
     for p in params:
         p.grad = flat[offset : offset + p.numel()].view_as(p)
@@ -235,11 +251,13 @@ class Agent:
     ) -> None:
         self.cfg = cfg
         self.world, self.share = world or World(), share
+        self.device = torch_device(cfg.device)
         self.o_norm = Normalizer(obs_dim, cfg.norm_eps, cfg.norm_clip)
         self.g_norm = Normalizer(goal_dim, cfg.norm_eps, cfg.norm_clip)
         n_in = obs_dim + goal_dim
-        self.actor = MLP(n_in, act_dim, cfg.hidden, cfg.layers, cfg.bf16)
-        self.critic = MLP(n_in + act_dim, 1, cfg.hidden, cfg.layers, cfg.bf16)
+        # Made on the CPU, then moved: the same initial weights on every device.
+        self.actor = MLP(n_in, act_dim, cfg.hidden, cfg.layers, cfg.bf16).to(self.device)
+        self.critic = MLP(n_in + act_dim, 1, cfg.hidden, cfg.layers, cfg.bf16).to(self.device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         # The greedy policy's network: the actor, or the running average of its weights (``policy_polyak``).
@@ -300,13 +318,17 @@ class Agent:
         """``(B, obs_dim + goal_dim)`` normalised network input from raw observations and goals."""
         o = self.o_norm(np.clip(obs, -self.cfg.clip_obs, self.cfg.clip_obs))
         g = self.g_norm(np.clip(goal, -self.cfg.clip_obs, self.cfg.clip_obs))
-        return torch.from_numpy(np.concatenate([o, g], axis=1, dtype=np.float32))
+        return self.tensor(np.concatenate([o, g], axis=1, dtype=np.float32))
+
+    def tensor(self, array: np.ndarray) -> torch.Tensor:
+        """``array`` (float32) as a tensor on the networks' device (no copy on the CPU)."""
+        return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)).to(self.device)
 
     def pi(self, obs: np.ndarray, goal: np.ndarray, greedy: bool = True) -> np.ndarray:
         """The greedy policy's actions in [-1, 1], shape ``(B, act_dim)``; with ``greedy=False`` the actor's
         own (what exploration adds noise to; the same unless ``policy_polyak``)."""
         with torch.no_grad():
-            return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).numpy()
+            return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).cpu().numpy()
 
     def update(self, batch: dict[str, Any]) -> None:
         """One critic and one actor Adam step on a sampled batch."""
@@ -351,9 +373,9 @@ class Agent:
         obs, nxt = batch["observations"], batch["next_observations"]
         x = self.inputs(obs["observation"], obs["desired_goal"])
         x2 = self.inputs(nxt["observation"], nxt["desired_goal"])
-        a = torch.from_numpy(np.ascontiguousarray(batch["actions"], dtype=np.float32))
-        r = torch.from_numpy(batch["rewards"]).unsqueeze(1)
-        not_done = 1.0 - torch.from_numpy(batch["terminateds"]).unsqueeze(1)
+        a = self.tensor(batch["actions"])
+        r = self.tensor(batch["rewards"]).unsqueeze(1)
+        not_done = 1.0 - self.tensor(batch["terminateds"]).unsqueeze(1)
         with torch.no_grad():
             q2 = self.critic_target(torch.cat([x2, torch.tanh(self.actor_target(x2))], 1))
             target = (r + self.cfg.gamma * not_done * q2).clamp_(-self.clip_return, 0.0)
@@ -471,7 +493,7 @@ class Trainer:
         act_dim = _width(self.envs.single_action_space)
         self.agent = Agent(cfg, obs_dim, goal_dim, act_dim, world, self.batch_local / cfg.batch_size)
         if track:  # for TensorBoard: the updates' losses and Q values
-            self.agent.stats = torch.zeros(4)
+            self.agent.stats = torch.zeros(4, device=self.agent.device)
         self.storage = HerStorage(
             part(cfg.buffer_size, lo, hi, cfg.n_envs),
             space,

@@ -2,7 +2,8 @@
 
 ``torchrun`` starts W copies of a script and tells each, through the environment (``RANK``,
 ``WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``), who it is and where to meet the others;
-:meth:`World.from_env` joins them in a gloo process group (the networks run on the CPU). Without
+:meth:`World.from_env` joins them in a process group: gloo for tensors on the CPU, and NCCL for those on a
+GPU where CUDA is present (:func:`backend`). Without
 ``torchrun`` (or with one worker) it is the world of one: no process group, every collective a no-op,
 so the one-process run does exactly what it did before workers existed.
 
@@ -66,7 +67,9 @@ class World:
 
         where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
         try:
-            dist.init_process_group("gloo", rank=rank, world_size=size, timeout=timedelta(seconds=TIMEOUT_S))
+            dist.init_process_group(
+                backend(), rank=rank, world_size=size, timeout=timedelta(seconds=TIMEOUT_S)
+            )
         except (RuntimeError, ValueError) as exc:
             raise WorkerLost(
                 f"worker {rank} of {size} could not join the others at {where}: {_first_line(exc)}"
@@ -113,9 +116,13 @@ class World:
             return reduced
         other = torch.empty_like(tensor) if scratch is None else scratch
 
-        def exchange(step: int) -> tuple[Any, Any]:
+        def exchange(step: int) -> list[Any]:
             peer = self.rank ^ step
-            return dist.isend(tensor, peer), dist.irecv(other, peer)
+            if tensor.is_cuda:  # NCCL: both sides' sends would wait for receives posted after them
+                return dist.batch_isend_irecv(
+                    [dist.P2POp(dist.isend, tensor, peer), dist.P2POp(dist.irecv, other, peer)]
+                )
+            return [dist.isend(tensor, peer), dist.irecv(other, peer)]
 
         with self._comm("summing"):
             first = exchange(1)
@@ -193,6 +200,16 @@ class World:
                 f"({_first_line(exc)}); this worker stops too. Resume the run from its last checkpoint with the "
                 "same launch and --resume"
             ) from None
+
+
+def backend() -> str:
+    """The process group's backends: gloo for tensors on the CPU (the normalisers' sums, the checkpoints'
+    parts, and the gradients of networks on the CPU) and, where CUDA is present, NCCL for tensors on a GPU
+    (the gradients of networks under ``--device cuda``; untested here: no GPU). NCCL makes its
+    communicators on first use, so a run on the CPU of a GPU machine never starts one."""
+    import torch.distributed as dist
+
+    return "cpu:gloo,cuda:nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
 
 
 def part(total: int, lo: int, hi: int, n: int) -> int:

@@ -265,11 +265,12 @@ def test_a_run_recorded_before_the_added_settings_resumes_as_it_ran(tmp_path: Pa
     text = json.loads(manifest.read_text())
     for key in ("fused_adam", "flush_denormals"):
         assert config.pop(key) is False and text["meta"]["config"].pop(key) is False
+    assert config.pop("device") == text["meta"]["config"].pop("device") == "cpu"  # nor --device
     (split / "config.json").write_text(json.dumps(config))
     manifest.write_text(json.dumps(text))
     her_ddpg.main(["--resume", str(split), "--epochs", "2", "--no-gif"])
     config = json.loads((split / "config.json").read_text())
-    assert config["fused_adam"] is False and config["flush_denormals"] is False
+    assert config["fused_adam"] is False and config["flush_denormals"] is False and config["device"] == "cpu"
     assert json.loads((fused / "config.json").read_text())["flush_denormals"] is True
     a, b, c = _state(whole)["agent"], _state(split)["agent"], _state(fused)["agent"]
     assert all(torch.equal(v, b["actor"][k]) for k, v in a["actor"].items())
@@ -374,6 +375,7 @@ def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
         (["--lr-critic", "inf"], "--lr-critic: inf is not accepted"),
         (["--norm-eps", "-1"], "--norm-eps: -1.0 is not accepted"),
         (["--evaluate", "3"], "--evaluate: needs --resume RUN_DIR"),
+        (["--device", "gpu"], "--device: 'gpu' is not accepted; accepted: cpu or cuda"),
         (
             ["--best"],
             "--best: chooses the policy that --evaluate reports; accepted: --resume RUN --evaluate N",
@@ -404,6 +406,7 @@ def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, c
         ("buffer_size: 1e6", "key buffer_size: '1e6' is not accepted; accepted: an integer"),
         ("n_envs: true", "key n_envs: True is not accepted"),
         ("bf16: 3", "key bf16: 3 is not accepted; accepted: true or false"),
+        ("device: tpu", "key device: 'tpu' is not accepted; accepted: cpu or cuda"),
         ("fused_adam: yes please", "key fused_adam: 'yes please' is not accepted; accepted: true or false"),
         ("flush_denormals: 0", "key flush_denormals: 0 is not accepted; accepted: true or false"),
         ("n_cycle: 1", "has unknown keys ['n_cycle']"),
@@ -499,7 +502,10 @@ def test_evaluate_with_another_clip_reports_where_it_fails_and_what_the_clip_hid
     with pytest.raises(SystemExit) as exc:
         her_ddpg.main(["--resume", str(out), "--norm-clip", "10", "--no-gif"])
     err = capsys.readouterr().err
-    assert exc.value.code == 2 and "only --epochs and --threads may change, got {'norm_clip': 10.0}" in err
+    assert (
+        exc.value.code == 2
+        and "only --epochs, --threads and --device may change, got {'norm_clip': 10.0}" in err
+    )
 
 
 def test_evaluate_acts_with_the_target_actor_as_the_average_that_polyak_moves(
@@ -603,3 +609,22 @@ def test_bf16_defaults_to_what_the_cpu_computes_natively_and_is_recorded(
     err = [line for line in capsys.readouterr().err.splitlines() if "emulates" in line]
     assert err == ["her_ddpg.py: note: this run computes in bfloat16, which this CPU emulates (no AVX-512 BF16 "
                    "or AMX): an update takes ~16x its float32 time here; a new run's default here is --no-bf16"]  # fmt: skip
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
+def test_cuda_without_a_gpu_is_one_line_before_anything_is_written(tmp_path, capsys) -> None:
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exc:
+        her_ddpg.main([*TINY, "--device", "cuda", "--output", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and not out.exists()
+    assert err == [f"her_ddpg.py: error: --device: cuda is not available here (torch {torch.__version__} sees no "
+                   "CUDA device); accepted: cpu"]  # fmt: skip
+    # A run (made on the CPU) resumes with --device given again as cpu, and refuses cuda the same way.
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
+    assert json.loads((out / "config.json").read_text())["device"] == "cpu"
+    with pytest.raises(SystemExit):
+        her_ddpg.main(["--resume", str(out), "--epochs", "2", "--device", "cuda"])
+    assert "--device: cuda is not available here" in capsys.readouterr().err
+    her_ddpg.main(["--resume", str(out), "--epochs", "2", "--device", "cpu"])
+    assert len(list(csv.DictReader((out / "eval.csv").open()))) == 2
