@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import copy
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -149,6 +150,8 @@ def torch_device(name: str) -> torch.device:
     ``LOCAL_RANK`` of this machine (torchrun's local worker number; 0 without it), made current."""
     if name == "cpu":
         return torch.device("cpu")
+    if not torch.cuda.is_available():  # rank 0 checked its own machine; this worker may be on another
+        raise RunError(f"--device: cuda is not available on {socket.gethostname()}; accepted: cpu")
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
     torch.cuda.set_device(device)
     return device
