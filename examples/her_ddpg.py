@@ -403,13 +403,13 @@ class Agent:
         state["normalizers"] = (self.o_norm.state_dict(), self.g_norm.state_dict())
         if self.greedy is not self.actor:
             state["actor_average"] = self.greedy.state_dict()
-        return state
+        return on_cpu(state) if self.device.type != "cpu" else state
 
     def policy_state(self) -> dict[str, Any]:
         """A copy of what the greedy policy needs (its network's weights, under ``"actor"``, and the
         normalisers' statistics), for :meth:`load_policy_state`."""
         norms = (self.o_norm.state_dict(), self.g_norm.state_dict())
-        actor = {key: value.detach().clone() for key, value in self.greedy.state_dict().items()}
+        actor = {key: value.detach().to("cpu", copy=True) for key, value in self.greedy.state_dict().items()}
         return {"actor": actor, "normalizers": copy.deepcopy(norms)}
 
     def load_policy_state(self, state: dict[str, Any]) -> None:
@@ -424,6 +424,18 @@ class Agent:
             self.greedy.load_state_dict(state["actor_average"])
         self.o_norm.load_state_dict(state["normalizers"][0])
         self.g_norm.load_state_dict(state["normalizers"][1])
+
+
+def on_cpu(tree: Any) -> Any:
+    """``tree`` (dicts, lists and tuples of tensors and other values) with its tensors copied to the CPU:
+    checkpoints and the workers' hand-over load on any device."""
+    if isinstance(tree, torch.Tensor):
+        return tree.cpu()
+    if isinstance(tree, dict):
+        return {key: on_cpu(value) for key, value in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)(on_cpu(value) for value in tree)
+    return tree
 
 
 def hindsight_goals(

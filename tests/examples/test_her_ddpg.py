@@ -628,3 +628,14 @@ def test_cuda_without_a_gpu_is_one_line_before_anything_is_written(tmp_path, cap
     assert "--device: cuda is not available here" in capsys.readouterr().err
     her_ddpg.main(["--resume", str(out), "--epochs", "2", "--device", "cpu"])
     assert len(list(csv.DictReader((out / "eval.csv").open()))) == 2
+
+
+def test_on_cpu_keeps_a_state_trees_shape_and_values() -> None:
+    cfg = her_ddpg.Config(hidden=8, layers=1, bf16=False)
+    agent = her_ddpg.Agent(cfg, 4, 2, 2)
+    state = agent.state_dict()
+    moved = her_ddpg.on_cpu(state)
+    assert type(moved["normalizers"]) is tuple and moved.keys() == state.keys()
+    for name in ("actor", "critic_target"):
+        assert all(torch.equal(v, state[name][k]) and v.device.type == "cpu" for k, v in moved[name].items())
+    assert moved["actor_opt"]["param_groups"] == state["actor_opt"]["param_groups"]
