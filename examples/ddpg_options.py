@@ -128,12 +128,20 @@ def build_parser(config: type[Config], description: str) -> ArgumentParser:
     parser.add_argument(
         "--conf-file", type=Path, default=None, help=f"per-env settings (default {CONF_FILE})"
     )
+    texts = {
+        "threads": "torch threads per worker (default 1)",
+        "device": "where the networks live: cpu (default) or cuda (each worker on GPU LOCAL_RANK; untested here)",
+        "bf16": "hidden layers in bfloat16 (default: where the CPU, or with --device cuda the GPU, computes "
+        "it natively)",
+    }
     for f in fields(config):
         flag = ["--" + f.name.replace("_", "-")] + (["--env"] if f.name == "env_id" else [])
+        text = texts.get(f.name, f"default {f.default}")
         if f.type == "bool" or isinstance(f.default, bool):
-            parser.add_argument(*flag, action=argparse.BooleanOptionalAction, default=None)
+            parser.add_argument(
+                *flag, action=argparse.BooleanOptionalAction, default=None, help=texts.get(f.name)
+            )
         else:
-            text = "torch threads per worker (default 1)" if f.name == "threads" else f"default {f.default}"
             parser.add_argument(*flag, type=type(f.default), default=None, help=text)
     return parser
 
