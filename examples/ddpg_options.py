@@ -51,6 +51,10 @@ ADDED_SETTINGS: dict[str, Any] = {
 
 DEVICES = ("cpu", "cuda")  # where the networks live (--device)
 
+# The settings a resumed run may change: they change how it computes, not what it learns (beyond the last
+# bits, for the device). The others must match config.json and the checkpoint.
+FREE_ON_RESUME = ("epochs", "threads", "device")
+
 # The accepted values of every numeric setting, checked before anything is written (options, the
 # --conf-file entry and, on --resume, config.json alike).
 _PROBABILITY = Range(float, 0.0, 1.0)
@@ -256,7 +260,7 @@ def parse_args(
             )
             if args.tensorboard_run is not None:
                 _check_tensorboard_installed()
-        free: tuple[str, ...] = ("epochs", "threads", "device")
+        free: tuple[str, ...] = FREE_ON_RESUME
         free += ("norm_clip", "policy_polyak") if args.evaluate is not None else ()
         changed = {k: v for k, v in values.items() if k not in free and v != saved[k]}
         if changed:

@@ -33,7 +33,16 @@ from typing import TYPE_CHECKING, Any, cast
 import gymnasium as gym
 import numpy as np
 import torch
-from ddpg_options import ADDED_SETTINGS, OUTPUTS, SCRIPT, build_parser, cores_each, parse_args, read_config
+from ddpg_options import (
+    ADDED_SETTINGS,
+    FREE_ON_RESUME,
+    OUTPUTS,
+    SCRIPT,
+    build_parser,
+    cores_each,
+    parse_args,
+    read_config,
+)
 from numpy.typing import ArrayLike
 from runfolder import (
     Checkpoint,
@@ -530,11 +539,7 @@ def _take_up(
                 "split between the workers"
             )
         saved = {**ADDED_SETTINGS, **saved}
-        changed = sorted(
-            k
-            for k, v in asdict(cfg).items()
-            if k not in ("epochs", "threads", "device") and saved.get(k) != v
-        )
+        changed = sorted(k for k, v in asdict(cfg).items() if k not in FREE_ON_RESUME and saved.get(k) != v)
         if changed:
             raise RunError(
                 f"--resume: {out / 'config.json'} differs from its checkpoint's settings in {changed}; "
