@@ -9,12 +9,15 @@ so the one-process run does exactly what it did before workers existed.
 
 A worker that dies closes its sockets, so the others' next collective fails at once (gloo: "Connection
 reset by peer"); one that hangs is given up on after ``TIMEOUT_S``. Either way each survivor raises
-:class:`WorkerLost`, one line, instead of a traceback or a hang.
+:class:`WorkerLost`, one line, instead of a traceback or a hang. A launcher that dies (``kill -9`` of
+``torchrun``) takes its workers with it (:func:`stop_with_launcher`).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -60,6 +63,8 @@ class World:
             raise RunError(
                 f"RANK={rank} WORLD_SIZE={size} do not describe a worker; start workers with torchrun"
             )
+        if "TORCHELASTIC_RUN_ID" in os.environ:  # started by torchrun (of any number of workers)
+            stop_with_launcher()
         if size == 1:
             return cls()
         pin(cores_each)
@@ -210,6 +215,29 @@ def backend() -> str:
     import torch.distributed as dist
 
     return "cpu:gloo,cuda:nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+
+
+def stop_with_launcher() -> bool:
+    """Have the kernel send this process SIGTERM when the process that started it dies; returns whether
+    that is set up (Linux: ``prctl(PR_SET_PDEATHSIG)``; elsewhere nothing changes and this returns False).
+
+    Why: ``torchrun`` starts each worker in a session of its own and stops them itself when it is
+    stopped (Ctrl-C, SIGTERM). Killed with SIGKILL (``kill -9``, the out-of-memory killer), it cannot: its
+    workers would go on training, unseen, using the cores and holding the run folder. With this each
+    worker stops as on SIGTERM (rank 0's one line says where to resume), and the others of a multi-machine
+    run stop when they lose it. A launcher that died before this call (the worker's first second) left it
+    to ``init``: then it stops at once.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0) != 0:
+        return False
+    if os.getppid() == 1:
+        os.kill(os.getpid(), signal.SIGTERM)
+    return True
 
 
 def part(total: int, lo: int, hi: int, n: int) -> int:

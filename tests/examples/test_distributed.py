@@ -348,6 +348,41 @@ def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp
     assert f"resumed {out} at epoch {done}" in resumed.stdout
 
 
+def test_a_launcher_killed_with_sigkill_takes_its_workers_with_it(tmp_path) -> None:
+    """torchrun starts its workers in sessions of their own: killed with SIGKILL, it cannot stop them, and
+    without ``stop_with_launcher`` they trained on, unseen, holding the folder."""
+    out = tmp_path / "orphans"
+    run = torchrun([*TINY, "--epochs", "1000", "--output", str(out)], wait=False)
+    deadline = time.monotonic() + 120
+    while not (out / "checkpoints").is_dir() or not any(
+        p.name.isdigit() for p in (out / "checkpoints").iterdir()
+    ):
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1][-3000:]
+        time.sleep(0.2)
+    workers = _workers(run.pid)
+    assert sorted(workers) == [0, 1]
+    run.kill()
+    killed = time.monotonic()
+    _, err = run.communicate(timeout=60)  # the workers hold the pipes: this waits for them too
+
+    def alive(pid: int) -> bool:
+        try:
+            return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+
+    while any(alive(pid) for pid in workers.values()):
+        assert time.monotonic() - killed < 15
+        time.sleep(0.1)
+    ours = [line for line in err.splitlines() if line.startswith("her_ddpg.py: ")]
+    assert ours and ours[0].startswith("her_ddpg.py: interrupted at epoch "), err[-3000:]
+    assert len(ours) <= 2, ours  # rank 0's line, and at most worker 1's that it lost worker 0
+    done = max(int(p.name) for p in (out / "checkpoints").iterdir() if p.name.isdigit())
+    resumed = torchrun(["--resume", str(out), "--epochs", str(done + 1)])  # the folder is free
+    _ok(resumed)
+    assert f"resumed {out} at epoch {done}" in resumed.stdout
+
+
 def test_workers_are_pinned_to_cores_of_their_own_only_where_they_fit(monkeypatch) -> None:
     import workers
 
