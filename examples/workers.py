@@ -272,8 +272,7 @@ def _first_line(exc: BaseException) -> str:
     # gloo prefixes its messages with the source file that raised them: keep the message.
     if text.startswith("[") and "] " in text:
         text = text.split("] ", 1)[1]
-    text = text.replace(" GLHF! 🏖️", "").replace(
-        " This is typically caused by a remote worker hanging or bugs in the application. Check the logs of the remote worker before reporting an error.",
-        "",
-    )
+    # Drop gloo's advice after the message ("This is typically caused by a remote worker crashing. Check
+    # the logs ..."): the line says what to do.
+    text = text.replace(" GLHF! 🏖️", "").split(" This is typically caused by ")[0]
     return text if len(text) <= 200 else text[:197] + "..."

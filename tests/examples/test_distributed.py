@@ -208,6 +208,26 @@ def test_a_world_that_torchrun_did_not_describe_is_one_line(monkeypatch) -> None
     assert World.from_env() == World(0, 1)
 
 
+@pytest.mark.parametrize(
+    "gloo",
+    [
+        "[../third_party/gloo/gloo/transport/tcp/pair.cc:538] Connection closed by peer [127.0.0.1]:5777. This is "
+        "typically caused by a remote worker crashing. Check the logs of the remote worker before reporting an error.",
+        "[../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 300000ms for recv operation to complete. "
+        "This is typically caused by a remote worker hanging or bugs in the application. Check the logs of the "
+        "remote worker before reporting an error.\nException raised from ...",
+    ],
+)
+def test_gloo_errors_shrink_to_what_happened(gloo: str) -> None:
+    from workers import _first_line
+
+    line = _first_line(RuntimeError(gloo))
+    assert line in (
+        "Connection closed by peer [127.0.0.1]:5777.",
+        "Timed out waiting 300000ms for recv operation to complete.",
+    )
+
+
 def test_more_workers_than_envs_is_refused_before_anything_is_written(tmp_path) -> None:
     out = tmp_path / "run"
     with pytest.raises(RunError) as exc:
