@@ -29,7 +29,7 @@ from runfolder import (
     folder_path,
     resumed_folder,
 )
-from workers import World, part
+from workers import World, launch, part
 
 if TYPE_CHECKING:
     from her_ddpg import Config
@@ -239,36 +239,7 @@ def parse_args(
             f"python examples/her_ddpg.py --resume {args.resume} --evaluate {args.evaluate}"
         )
     if args.resume is not None:
-        if args.output is not None and args.output.resolve() != args.resume.resolve():
-            raise RunError(
-                f"--output: --resume continues the run in its own folder {args.resume}, not {args.output}; "
-                "accepted: no --output with --resume"
-            )
-        if args.force or args.conf_file is not None:
-            given = "--force" if args.force else "--conf-file"
-            raise RunError(f"{given}: cannot be given with --resume (the run keeps its folder and settings)")
-        if (args.resume / "checkpoint.pt").is_file() and not (args.resume / ".run-manifest.json").exists():
-            raise RunError(
-                f"--resume: {args.resume} was written by an earlier her_ddpg.py (checkpoint.pt, storage.pkl, "
-                "envs.pkl), whose checkpoints this version cannot resume; finish it with that version, or start "
-                "a new run in another --output"
-            )
-        saved, recorded = read_config(args.resume, config)
-        if args.evaluate is None:
-            args.tensorboard_run = resumed_folder(
-                recorded, args.tensorboard, "--tensorboard", "--resume", args.resume / "config.json"
-            )
-            if args.tensorboard_run is not None:
-                _check_tensorboard_installed()
-        free: tuple[str, ...] = FREE_ON_RESUME
-        free += ("norm_clip", "policy_polyak") if args.evaluate is not None else ()
-        changed = {k: v for k, v in values.items() if k not in free and v != saved[k]}
-        if changed:
-            may = "--epochs, --threads and --device"
-            if args.evaluate is not None:
-                may = "--epochs, --threads, --device, --norm-clip and --policy-polyak"
-            raise RunError(f"--resume: continues a run as configured; only {may} may change, got {changed}")
-        return check_device(config(**{**saved, **values})), args.resume, args
+        return _resumed(args, values, config)
     if args.evaluate is not None:
         raise RunError("--evaluate: needs --resume RUN_DIR (the run whose checkpoint to evaluate)")
     env_id = values.get("env_id", config.env_id)
@@ -292,10 +263,83 @@ def parse_args(
     probe.close()
     check_world(cfg, world, horizon, where)
     out = args.output or Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"
+    if _restarted(out):  # torchrun's restart of this launch: it goes on where the launch got to
+        args.resume, args.output, args.force, args.conf_file = out, None, False, None
+        return _resumed(args, values, config)
     RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
     if args.tensorboard is not None:
         check_new_folder(args.tensorboard, "--tensorboard")
     return cfg, out, args
+
+
+def _resumed(
+    args: argparse.Namespace, values: dict[str, Any], config: type[Config]
+) -> tuple[Config, Path, argparse.Namespace]:
+    """``parse_args`` of a run resumed (``--resume``, or torchrun's restart of the launch that wrote it)."""
+    if args.output is not None and args.output.resolve() != args.resume.resolve():
+        raise RunError(
+            f"--output: --resume continues the run in its own folder {args.resume}, not {args.output}; "
+            "accepted: no --output with --resume"
+        )
+    if args.force or args.conf_file is not None:
+        given = "--force" if args.force else "--conf-file"
+        raise RunError(f"{given}: cannot be given with --resume (the run keeps its folder and settings)")
+    if (args.resume / "checkpoint.pt").is_file() and not (args.resume / ".run-manifest.json").exists():
+        raise RunError(
+            f"--resume: {args.resume} was written by an earlier her_ddpg.py (checkpoint.pt, storage.pkl, "
+            "envs.pkl), whose checkpoints this version cannot resume; finish it with that version, or start "
+            "a new run in another --output"
+        )
+    saved, recorded = read_config(args.resume, config)
+    if args.evaluate is None:
+        args.tensorboard_run = resumed_folder(
+            recorded, args.tensorboard, "--tensorboard", "--resume", args.resume / "config.json"
+        )
+        if args.tensorboard_run is not None:
+            _check_tensorboard_installed()
+    free: tuple[str, ...] = FREE_ON_RESUME
+    free += ("norm_clip", "policy_polyak") if args.evaluate is not None else ()
+    changed = {k: v for k, v in values.items() if k not in free and v != saved[k]}
+    if changed:
+        may = "--epochs, --threads and --device"
+        if args.evaluate is not None:
+            may = "--epochs, --threads, --device, --norm-clip and --policy-polyak"
+        raise RunError(f"--resume: continues a run as configured; only {may} may change, got {changed}")
+    return check_device(config(**{**saved, **values})), args.resume, args
+
+
+def _restarted(out: Path) -> bool:
+    """Whether this is ``torchrun``'s restart of its workers (``--max-restarts``, after one failed) in the
+    launch that wrote ``out``'s last checkpoint: then the run goes on from there, as with ``--resume``.
+
+    A restart never replaces a run. Its command is the launch's own, so a ``--force`` given to start over
+    was carried out by the first attempt; carried out again, it would throw away what the attempts since
+    had learned. So where ``out`` holds anything but a checkpoint of this launch, the restart stops in one
+    line (the launch's id is ``torchrun``'s: see :func:`workers.launch`).
+    """
+    run_id, restarts = launch()
+    if restarts == 0 or not out.is_dir() or not any(out.iterdir()):
+        return False
+    try:
+        folder: RunFolder | None = RunFolder.read_only(out, SCRIPT, OUTPUTS, option="--output")
+    except RunError:  # not a run folder of this script: the new run's own checks say so
+        folder = None
+    checkpoint = None if folder is None else folder.latest_checkpoint(verify=False)  # --resume verifies it
+    if checkpoint is not None and run_id is not None and checkpoint.meta.get("launch") == run_id:
+        return True
+    why = (
+        f"{out} holds no checkpoint to go on from"
+        if checkpoint is None
+        else (
+            f"the last checkpoint in {out} (epoch {checkpoint.meta.get('epoch')}) is not this launch's"
+            + ("" if run_id else ": torchrun names no launch (give it --rdzv-id)")
+        )
+    )
+    go_on = "" if checkpoint is None else f"go on from it with --resume {out}, or "
+    raise RunError(
+        f"torchrun restarted the workers (restart {restarts}), but {why}; a restart replaces nothing: "
+        f"{go_on}start the run again with --force"
+    )
 
 
 def _check_tensorboard_installed() -> None:

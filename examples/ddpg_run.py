@@ -54,7 +54,7 @@ from runfolder import (
     run_main,
     write_atomic,
 )
-from workers import World
+from workers import World, launch
 
 from her import HerStorage
 
@@ -296,7 +296,12 @@ class Run:
         for rank in range(1, self.world.size):
             writers[f"storage-{rank}.pkl"] = receive(rank, 0)
             writers[f"envs-{rank}.pkl"] = receive(rank, 1)
-        meta = {"epoch": epoch, "config": asdict(self.trainer.cfg), "world_size": self.world.size}
+        meta = {
+            "epoch": epoch,
+            "config": asdict(self.trainer.cfg),
+            "world_size": self.world.size,
+            "launch": launch()[0],  # torchrun's id of the launch that wrote it: its restarts go on from here
+        }
         self.folder.save_checkpoint(epoch, writers, meta)
         for rank in sorted(unheard):  # the checkpoint existed already: nothing was written
             self.world.recv_bytes(rank), self.world.recv_bytes(rank)
@@ -562,7 +567,9 @@ def _take_up(
     folder.write("commands.txt", commands)  # every command that wrote to this run, in order
     if checkpoint is not None:
         folder.write("eval.csv", csv_text(run.rows))  # drops rows written after the checkpoint
-        print(f"resumed {out} at epoch {run.trainer.epoch}", flush=True)
+        restarts = launch()[1]
+        again = f" (torchrun restarted the workers: restart {restarts})" if restarts else ""
+        print(f"resumed {out} at epoch {run.trainer.epoch}{again}", flush=True)
     if tensorboard is not None:
         from torch.utils.tensorboard import SummaryWriter
 

@@ -55,7 +55,8 @@ keeps its own storage shard and samples its share of each batch; the gradients o
 the normalisers' statistics are summed over the workers, so every setting means what it means in one
 process. The sums overlap the work that does not need them (:meth:`Agent.updates`). Rank 0 writes the
 folder; its checkpoints hold every worker's part (``storage-<r>.pkl``, ``envs-<r>.pkl``), and
-``--resume`` needs the same number of workers. docs/training.md says more.
+``--resume`` needs the same number of workers; ``torchrun --max-restarts`` restarts go on from the
+launch's last checkpoint (and replace nothing). docs/training.md says more.
 
 Read it top to bottom: the settings (:class:`Config`), the networks (:class:`Agent`), what the loop works
 on and its steps (:class:`Trainer`), then the loop (:func:`train`). The run machinery (options, the

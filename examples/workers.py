@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from runfolder import RunError
 # Seconds a worker waits in a collective for the others (a checkpoint of a 4M-transition storage,
 # written by rank 0 while the others wait, takes well under a minute).
 TIMEOUT_S = 300
+# Seconds a worker whose launcher is gone has to stop by itself before it is killed (stop_with_launcher).
+LAUNCHER_GRACE_S = 10.0
 
 
 class WorkerLost(RunError):
@@ -71,9 +74,10 @@ class World:
         import torch.distributed as dist
 
         where = f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"
+        timeout = timedelta(seconds=TIMEOUT_S)
         try:
             dist.init_process_group(
-                backend(), rank=rank, world_size=size, timeout=timedelta(seconds=TIMEOUT_S)
+                backend(), store=_attempt_store(size, timeout), rank=rank, world_size=size, timeout=timeout
             )
         except (RuntimeError, ValueError) as exc:
             raise WorkerLost(
@@ -217,27 +221,61 @@ def backend() -> str:
     return "cpu:gloo,cuda:nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
 
 
-def stop_with_launcher() -> bool:
-    """Have the kernel send this process SIGTERM when the process that started it dies; returns whether
-    that is set up (Linux: ``prctl(PR_SET_PDEATHSIG)``; elsewhere nothing changes and this returns False).
+def _attempt_store(size: int, timeout: timedelta) -> Any:
+    """The store the workers meet in: under ``torchrun``, its own (the launcher's), with keys of this attempt
+    only; elsewhere None (``init_process_group`` makes one from ``MASTER_ADDR`` and ``MASTER_PORT``).
+
+    Why: after a restart (``--max-restarts``) the launcher's store still holds the first attempt's keys,
+    among them where each dead worker listened; a worker that read one before its peer wrote the new one
+    waited on a closed port until the timeout (2 restarts in 3 under ``--standalone`` in a scratch script
+    of two workers, one killing itself; 6 in 6 went on with the keys kept apart).
+    """
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") != "True":
+        return None
+    import torch.distributed as dist
+
+    store = dist.TCPStore(
+        os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), size, is_master=False, timeout=timeout
+    )
+    return dist.PrefixStore(f"goalenvs/attempt_{launch()[1]}", store)
+
+
+def launch() -> tuple[str | None, int]:
+    """This launch's id, as ``torchrun`` names it (``TORCHELASTIC_RUN_ID``: a fresh one per ``--standalone``
+    launch, ``--rdzv-id`` on a cluster; None outside ``torchrun`` and for its default ``none``, which names
+    no launch), and how many times ``torchrun`` has restarted the workers since the launch began
+    (``--max-restarts``; 0 on the first attempt)."""
+    run_id = os.environ.get("TORCHELASTIC_RUN_ID") or None
+    restarts = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+    return (None if run_id == "none" else run_id), (int(restarts) if restarts.isdigit() else 0)
+
+
+def stop_with_launcher(grace_s: float = LAUNCHER_GRACE_S) -> threading.Thread:
+    """Stop this process when the process that started it (``torchrun``) is gone; returns the watching thread.
 
     Why: ``torchrun`` starts each worker in a session of its own and stops them itself when it is
     stopped (Ctrl-C, SIGTERM). Killed with SIGKILL (``kill -9``, the out-of-memory killer), it cannot: its
-    workers would go on training, unseen, using the cores and holding the run folder. With this each
-    worker stops as on SIGTERM (rank 0's one line says where to resume), and the others of a multi-machine
-    run stop when they lose it. A launcher that died before this call (the worker's first second) left it
-    to ``init``: then it stops at once.
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    import ctypes
+    workers would go on training, unseen, using the cores and holding the run folder.
 
-    pr_set_pdeathsig = 1  # <linux/prctl.h>
-    if ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0) != 0:
-        return False
-    if os.getppid() == 1:
+    How: a daemon thread looks at the parent's pid once a second. Once it has changed (the worker was
+    handed to ``init``), the thread sends this process SIGTERM, which stops it as Ctrl-C does (rank 0's
+    one line says where to resume; the others of a run over several machines stop as they lose it); a
+    worker that cannot act on it within ``grace_s`` (blocked in a C++ call: joining the process group,
+    waiting for a peer) is killed. A launcher that died before this call is not seen (the worker's first
+    second; it then fails to join the others).
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
         os.kill(os.getpid(), signal.SIGTERM)
-    return True
+        time.sleep(grace_s)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    thread = threading.Thread(target=watch, name="launcher-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def part(total: int, lo: int, hi: int, n: int) -> int:

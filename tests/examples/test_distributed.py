@@ -10,6 +10,7 @@ import csv
 import importlib.util
 import os
 import pickle
+import re
 import signal
 import socket
 import subprocess
@@ -53,10 +54,10 @@ def _free_port() -> int:
 
 
 def torchrun(args: list[str], workers: int = 2, nodes: int = 1, node_rank: int = 0, port: int | None = None,
-             wait: bool = True) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:  # fmt: skip
+             wait: bool = True, restarts: int = 0) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:  # fmt: skip
     """``torchrun`` of her_ddpg.py: one node (``--standalone``) or node ``node_rank`` of ``nodes``."""
     if nodes == 1:
-        launch = ["--standalone", "--nproc-per-node", str(workers)]
+        launch = ["--standalone", "--nproc-per-node", str(workers), "--max-restarts", str(restarts)]
     else:
         launch = ["--nnodes", str(nodes), "--node-rank", str(node_rank), "--nproc-per-node", str(workers),
                   "--master-addr", "127.0.0.1", "--master-port", str(port)]  # fmt: skip
@@ -401,6 +402,32 @@ def test_a_launcher_killed_with_sigkill_takes_its_workers_with_it(tmp_path) -> N
     resumed = torchrun(["--resume", str(out), "--epochs", str(done + 1)])  # the folder is free
     _ok(resumed)
     assert f"resumed {out} at epoch {done}" in resumed.stdout
+
+
+def test_torchrun_restarts_go_on_from_the_last_checkpoint_bit_for_bit(tmp_path) -> None:
+    """--max-restarts: after a worker dies torchrun runs the same command again, --force included; the
+    restart goes on from the launch's last checkpoint and ends where the uninterrupted run ends."""
+    out, whole = tmp_path / "restarted", tmp_path / "whole"
+    argv = [*TINY, "--epochs", "12", "--force"]
+    run = torchrun([*argv, "--output", str(out)], wait=False, restarts=1)
+    deadline = time.monotonic() + 120
+    while not (out / "checkpoints").is_dir() or not any(
+        p.name.isdigit() for p in (out / "checkpoints").iterdir()
+    ):
+        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1][-3000:]
+        time.sleep(0.2)
+    os.kill(_workers(run.pid)[1], signal.SIGKILL)
+    stdout, stderr = run.communicate(timeout=240)
+    assert run.returncode == 0, stderr[-3000:]
+    assert re.search(
+        rf"resumed {re.escape(str(out))} at epoch \d+ \(torchrun restarted the workers: restart 1\)", stdout
+    )
+    _ok(torchrun([*argv, "--output", str(whole)]))
+    agent, success, files = _state(out)
+    agent_whole, success_whole, files_whole = _state(whole)
+    assert success == success_whole and len(success) == 12  # each epoch once
+    _same_agent(agent, agent_whole)
+    _same_workers(files, files_whole)
 
 
 def test_workers_are_pinned_to_cores_of_their_own_only_where_they_fit(monkeypatch) -> None:

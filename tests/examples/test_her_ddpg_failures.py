@@ -348,6 +348,53 @@ def test_a_folder_of_the_earlier_version_is_named_as_such(tmp_path, capsys) -> N
     assert snapshot(out) == before
 
 
+def _torchrun_attempt(monkeypatch, run_id: str, restarts: int) -> None:
+    """This process as torchrun's worker of launch ``run_id`` after ``restarts`` restarts (one worker)."""
+    import workers
+
+    monkeypatch.setattr(workers, "stop_with_launcher", lambda: None)  # not the test process's parent
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", run_id)
+    monkeypatch.setenv("TORCHELASTIC_RESTART_COUNT", str(restarts))
+
+
+def test_a_torchrun_restart_goes_on_from_its_launchs_checkpoint(tmp_path, capsys, monkeypatch) -> None:
+    """torchrun --max-restarts runs the launch's own command again: its --force must not start over."""
+    out = tmp_path / "run"
+    _torchrun_attempt(monkeypatch, "job-7", 0)
+    her_ddpg.main(
+        [*TINY, "--epochs", "2", "--force", "--output", str(out)]
+    )  # the first attempt, up to epoch 2
+    _torchrun_attempt(monkeypatch, "job-7", 1)
+    capsys.readouterr()
+    her_ddpg.main([*TINY, "--epochs", "3", "--force", "--output", str(out)])
+    assert f"resumed {out} at epoch 2 (torchrun restarted the workers: restart 1)" in capsys.readouterr().out
+    epochs = [line.split(",")[0] for line in (out / "eval.csv").read_text().splitlines()[1:]]
+    assert epochs == ["1", "2", "3"]
+
+
+@pytest.mark.parametrize("whose", ["another launch", "no launch", "no checkpoint"])
+def test_a_torchrun_restart_replaces_nothing(finished_run, tmp_path, capsys, monkeypatch, whose) -> None:
+    out = copy_run(finished_run, tmp_path)  # written outside torchrun: its checkpoint names no launch
+    if whose == "no checkpoint":
+        shutil.rmtree(out / "checkpoints")
+    before = snapshot(out)
+    _torchrun_attempt(monkeypatch, "none" if whose == "no launch" else "job-8", 2)
+    line = fails(capsys, her_ddpg.main, [*TINY, "--epochs", "3", "--force", "--output", str(out)])
+    start = f"{PREFIX}torchrun restarted the workers (restart 2), but "
+    if whose == "no checkpoint":
+        assert (
+            line
+            == f"{start}{out} holds no checkpoint to go on from; a restart replaces nothing: start the run again with --force"
+        )
+    else:
+        unnamed = ": torchrun names no launch (give it --rdzv-id)" if whose == "no launch" else ""
+        assert line == (
+            f"{start}the last checkpoint in {out} (epoch 2) is not this launch's{unnamed}; a restart replaces "
+            f"nothing: go on from it with --resume {out}, or start the run again with --force"
+        )
+    assert snapshot(out) == before
+
+
 def test_a_refused_resume_releases_the_folder(finished_run, tmp_path, capsys) -> None:
     """A resume refused once the folder is locked lets go of it: the same process (a notebook) can go on."""
     out = copy_run(finished_run, tmp_path)
