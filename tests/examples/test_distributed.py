@@ -369,6 +369,14 @@ def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp
     assert f"resumed {out} at epoch {done}" in resumed.stdout
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
 def test_a_launcher_killed_with_sigkill_takes_its_workers_with_it(tmp_path) -> None:
     """torchrun starts its workers in sessions of their own: killed with SIGKILL, it cannot stop them, and
     without ``stop_with_launcher`` they trained on, unseen, holding the folder."""
@@ -386,13 +394,7 @@ def test_a_launcher_killed_with_sigkill_takes_its_workers_with_it(tmp_path) -> N
     killed = time.monotonic()
     _, err = run.communicate(timeout=60)  # the workers hold the pipes: this waits for them too
 
-    def alive(pid: int) -> bool:
-        try:
-            return "zombie" not in Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            return False
-
-    while any(alive(pid) for pid in workers.values()):
+    while any(_alive(pid) for pid in workers.values()):
         assert time.monotonic() - killed < 15
         time.sleep(0.1)
     ours = [line for line in err.splitlines() if line.startswith("her_ddpg.py: ")]
@@ -428,6 +430,36 @@ def test_torchrun_restarts_go_on_from_the_last_checkpoint_bit_for_bit(tmp_path) 
     assert success == success_whole and len(success) == 12  # each epoch once
     _same_agent(agent, agent_whole)
     _same_workers(files, files_whole)
+
+
+@pytest.mark.parametrize("blocked", [False, True], ids=["acts-on-sigterm", "blocked-in-c"])
+def test_a_worker_whose_launcher_is_gone_stops_even_when_blocked(tmp_path, blocked: bool) -> None:
+    """``stop_with_launcher``: SIGTERM once the parent is gone; SIGKILL after the grace for a worker that cannot
+    act on it (here SIGTERM is blocked in its main thread, as a wait inside C++ would leave it pending)."""
+    child = (
+        "import signal, sys, time; sys.path.insert(0, sys.argv[1]); import workers\n"
+        "workers.stop_with_launcher(grace_s=1.0)\n"
+        + ("signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n" if blocked else "")
+        + "print('ready', flush=True)\ntime.sleep(60)\n"
+    )
+    launcher = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], start_new_session=True)\n"
+        "print(p.pid, flush=True)\ntime.sleep(60)\n"
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-c", launcher, child, str(EXAMPLES)], stdout=subprocess.PIPE, text=True
+    )
+    assert run.stdout is not None
+    pid = int(run.stdout.readline())
+    assert run.stdout.readline().strip() == "ready"  # the child inherited the pipe
+    run.kill()
+    run.wait()
+    killed = time.monotonic()
+    while _alive(pid):
+        assert time.monotonic() - killed < 8, "the worker outlived its launcher"
+        time.sleep(0.05)
+    assert time.monotonic() - killed >= (1.0 if blocked else 0.0)  # the blocked one waited for the grace
 
 
 def test_workers_are_pinned_to_cores_of_their_own_only_where_they_fit(monkeypatch) -> None:
