@@ -206,9 +206,17 @@ class World:
         except RuntimeError as exc:  # gloo's errors (DistBackendError, DistNetworkError) are RuntimeErrors
             raise WorkerLost(
                 f"worker {self.rank} of {self.size}: another worker stopped or cannot be reached while {doing} "
-                f"({_first_line(exc)}); this worker stops too. Resume the run from its last checkpoint with the "
-                "same launch and --resume"
+                f"({_first_line(exc)}); this worker stops too. {_going_on()}"
             ) from None
+
+
+def _going_on() -> str:
+    """How the run goes on after a lost worker: by ``torchrun``'s next restart, while it has restarts left."""
+    most = os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")
+    restarts = launch()[1]
+    if most.isdigit() and restarts < int(most):
+        return f"torchrun restarts the workers (restart {restarts + 1} of {most}): they go on from the last checkpoint"
+    return "Resume the run from its last checkpoint with the same launch and --resume"
 
 
 def backend() -> str:

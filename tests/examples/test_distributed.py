@@ -421,6 +421,10 @@ def test_torchrun_restarts_go_on_from_the_last_checkpoint_bit_for_bit(tmp_path) 
     os.kill(_workers(run.pid)[1], signal.SIGKILL)
     stdout, stderr = run.communicate(timeout=240)
     assert run.returncode == 0, stderr[-3000:]
+    ours = [line for line in stderr.splitlines() if line.startswith("her_ddpg.py: ")]
+    assert len(ours) == 1 and ours[0].endswith(
+        "this worker stops too. torchrun restarts the workers (restart 1 of 1): they go on from the last checkpoint"
+    ), ours
     assert re.search(
         rf"resumed {re.escape(str(out))} at epoch \d+ \(torchrun restarted the workers: restart 1\)", stdout
     )
