@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -83,7 +84,35 @@ class World:
             raise WorkerLost(
                 f"worker {rank} of {size} could not join the others at {where}: {_first_line(exc)}"
             ) from None
-        return cls(rank, size)
+        world = cls(rank, size)
+        world._check_alike()
+        return world
+
+    def _check_alike(self) -> None:
+        """Stop before anything is written where a worker runs other versions than worker 0 (:func:`software`):
+        the workers must compute alike for a seed to give the same run on one machine or several. Worker 0
+        names every worker that differs; the others stop without a word (exit status 2)."""
+        import torch.distributed as dist
+
+        everyone: list[Any] = [None] * self.size
+        with self._comm("comparing versions"):
+            dist.all_gather_object(everyone, (socket.gethostname(), software()))
+        first = everyone[0][1]
+        differ = [
+            f"worker {r} on {host}: "
+            + ", ".join(f"{k} {v}" for k, v in versions.items() if first.get(k) != v)
+            for r, (host, versions) in enumerate(everyone)
+            if versions != first
+        ]
+        if not differ:
+            return
+        if self.rank > 0:
+            raise SystemExit(2)
+        mine = ", ".join(f"{k} {v}" for k, v in first.items())
+        raise RunError(
+            f"the workers run other versions than worker 0 on {everyone[0][0]} ({mine}): {'; '.join(differ)}; "
+            "accepted: the same versions on every machine of the run"
+        )
 
     # ------------------------------------------------------------------ shares
     def share(self, n: int) -> tuple[int, int]:
@@ -208,6 +237,25 @@ class World:
                 f"worker {self.rank} of {self.size}: another worker stopped or cannot be reached while {doing} "
                 f"({_first_line(exc)}); this worker stops too. {_going_on()}"
             ) from None
+
+
+def software() -> dict[str, str]:
+    """The versions a worker computes with (Python, torch, NumPy, MuJoCo, Gymnasium, goalenvs)."""
+    import platform
+
+    import gymnasium
+    import mujoco
+
+    import goalenvs
+
+    return {
+        "Python": platform.python_version(),
+        "torch": str(torch.__version__),
+        "numpy": np.__version__,
+        "mujoco": mujoco.__version__,
+        "gymnasium": gymnasium.__version__,
+        "goalenvs": goalenvs.__version__,
+    }
 
 
 def _going_on() -> str:

@@ -229,6 +229,36 @@ def test_gloo_errors_shrink_to_what_happened(gloo: str) -> None:
     )
 
 
+@pytest.mark.parametrize("rank", [0, 1])
+def test_workers_of_other_versions_stop_before_anything_is_written(monkeypatch, rank: int) -> None:
+    import torch.distributed as dist
+    import workers
+
+    ours = workers.software()
+    theirs = {**ours, "torch": "2.12.0", "mujoco": "3.1.0"}
+
+    def gather(box: list, mine: object) -> None:  # what the two machines would send
+        box[:] = [("node-a", ours), ("node-b", theirs)]
+
+    monkeypatch.setattr(dist, "all_gather_object", gather)
+    if rank > 0:
+        with pytest.raises(SystemExit) as stopped:  # worker 0 says why
+            World(rank, 2)._check_alike()
+        assert stopped.value.code == 2
+        return
+    with pytest.raises(RunError) as refused:
+        World(rank, 2)._check_alike()
+    versions = ", ".join(f"{k} {v}" for k, v in ours.items())
+    assert str(refused.value) == (
+        f"the workers run other versions than worker 0 on node-a ({versions}): worker 1 on node-b: torch 2.12.0, "
+        "mujoco 3.1.0; accepted: the same versions on every machine of the run"
+    )
+    monkeypatch.setattr(
+        dist, "all_gather_object", lambda box, mine: box.__setitem__(slice(None), [mine, mine])
+    )
+    World(rank, 2)._check_alike()  # alike: nothing to say
+
+
 def test_more_workers_than_envs_is_refused_before_anything_is_written(tmp_path) -> None:
     out = tmp_path / "run"
     with pytest.raises(RunError) as exc:
