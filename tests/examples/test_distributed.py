@@ -371,9 +371,14 @@ def _workers(launcher: int) -> dict[int, int]:
     return found
 
 
-def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp_path) -> None:
-    out = tmp_path / "killed"
-    run = torchrun([*TINY, "--epochs", "1000", "--output", str(out)], wait=False)
+def _past_first_checkpoint(
+    args: list[str], restarts: int = 0
+) -> tuple[subprocess.Popen[str], dict[int, int]]:
+    """A 2-worker launch of ``args`` (its ``--output`` last), once its first checkpoint is written, and its
+    workers' ``{rank: pid}``."""
+    out = Path(args[-1])
+    run = torchrun(args, wait=False, restarts=restarts)
+    assert isinstance(run, subprocess.Popen)
     deadline = time.monotonic() + 120
     while not (out / "checkpoints").is_dir() or not any(
         p.name.isdigit() for p in (out / "checkpoints").iterdir()
@@ -382,6 +387,12 @@ def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp
         time.sleep(0.2)
     workers = _workers(run.pid)
     assert sorted(workers) == [0, 1]
+    return run, workers
+
+
+def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp_path) -> None:
+    out = tmp_path / "killed"
+    run, workers = _past_first_checkpoint([*TINY, "--epochs", "1000", "--output", str(out)])
     os.kill(workers[1], signal.SIGKILL)
     killed = time.monotonic()
     _, err = run.communicate(timeout=60)
@@ -411,15 +422,7 @@ def test_a_launcher_killed_with_sigkill_takes_its_workers_with_it(tmp_path) -> N
     """torchrun starts its workers in sessions of their own: killed with SIGKILL, it cannot stop them, and
     without ``stop_with_launcher`` they trained on, unseen, holding the folder."""
     out = tmp_path / "orphans"
-    run = torchrun([*TINY, "--epochs", "1000", "--output", str(out)], wait=False)
-    deadline = time.monotonic() + 120
-    while not (out / "checkpoints").is_dir() or not any(
-        p.name.isdigit() for p in (out / "checkpoints").iterdir()
-    ):
-        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1][-3000:]
-        time.sleep(0.2)
-    workers = _workers(run.pid)
-    assert sorted(workers) == [0, 1]
+    run, workers = _past_first_checkpoint([*TINY, "--epochs", "1000", "--output", str(out)])
     run.kill()
     killed = time.monotonic()
     _, err = run.communicate(timeout=60)  # the workers hold the pipes: this waits for them too
@@ -441,14 +444,8 @@ def test_torchrun_restarts_go_on_from_the_last_checkpoint_bit_for_bit(tmp_path) 
     restart goes on from the launch's last checkpoint and ends where the uninterrupted run ends."""
     out, whole = tmp_path / "restarted", tmp_path / "whole"
     argv = [*TINY, "--epochs", "12", "--force"]
-    run = torchrun([*argv, "--output", str(out)], wait=False, restarts=1)
-    deadline = time.monotonic() + 120
-    while not (out / "checkpoints").is_dir() or not any(
-        p.name.isdigit() for p in (out / "checkpoints").iterdir()
-    ):
-        assert run.poll() is None and time.monotonic() < deadline, run.communicate()[1][-3000:]
-        time.sleep(0.2)
-    os.kill(_workers(run.pid)[1], signal.SIGKILL)
+    run, workers = _past_first_checkpoint([*argv, "--output", str(out)], restarts=1)
+    os.kill(workers[1], signal.SIGKILL)
     stdout, stderr = run.communicate(timeout=240)
     assert run.returncode == 0, stderr[-3000:]
     ours = [line for line in stderr.splitlines() if line.startswith("her_ddpg.py: ")]
