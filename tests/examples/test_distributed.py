@@ -259,6 +259,27 @@ def test_workers_of_other_versions_stop_before_anything_is_written(monkeypatch, 
     World(rank, 2)._check_alike()  # alike: nothing to say
 
 
+@pytest.mark.parametrize(("most", "done", "then"), [
+    ("3", "1", "torchrun restarts the workers (restart 2 of 3): they go on from the last checkpoint"),
+    ("3", "3", "Resume the run from its last checkpoint with the same launch and --resume"),
+    (None, None, "Resume the run from its last checkpoint with the same launch and --resume"),
+])  # fmt: skip
+def test_a_lost_workers_line_says_how_the_run_goes_on(monkeypatch, most, done, then) -> None:
+    import workers
+
+    for name, value in (("TORCHELASTIC_MAX_RESTARTS", most), ("TORCHELASTIC_RESTART_COUNT", done)):
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    with pytest.raises(workers.WorkerLost) as lost, World(1, 2)._comm("summing"):
+        raise RuntimeError("[pair.cc:538] Connection closed by peer [127.0.0.1]:5777")
+    assert str(lost.value) == (
+        "worker 1 of 2: another worker stopped or cannot be reached while summing (Connection closed by peer "
+        f"[127.0.0.1]:5777); this worker stops too. {then}"
+    )
+
+
 def test_more_workers_than_envs_is_refused_before_anything_is_written(tmp_path) -> None:
     out = tmp_path / "run"
     with pytest.raises(RunError) as exc:
@@ -448,9 +469,11 @@ def test_torchrun_restarts_go_on_from_the_last_checkpoint_bit_for_bit(tmp_path) 
     os.kill(workers[1], signal.SIGKILL)
     stdout, stderr = run.communicate(timeout=240)
     assert run.returncode == 0, stderr[-3000:]
+    # Rank 0's one line: it lost worker 1, so torchrun restarts them; or torchrun stopped it first (SIGTERM).
     ours = [line for line in stderr.splitlines() if line.startswith("her_ddpg.py: ")]
-    assert len(ours) == 1 and ours[0].endswith(
-        "this worker stops too. torchrun restarts the workers (restart 1 of 1): they go on from the last checkpoint"
+    lost = "this worker stops too. torchrun restarts the workers (restart 1 of 1): they go on from the last checkpoint"
+    assert len(ours) == 1 and (
+        ours[0].endswith(lost) or ours[0].startswith("her_ddpg.py: interrupted at epoch ")
     ), ours
     assert re.search(
         rf"resumed {re.escape(str(out))} at epoch \d+ \(torchrun restarted the workers: restart 1\)", stdout
