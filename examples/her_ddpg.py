@@ -546,6 +546,9 @@ class Trainer:
         weights have gone NaN (diverged) stops the run in one line."""
         u = self.agent.pi(obs, goal, greedy)
         if not np.isfinite(u).all():  # ~1 us a step; else the env refuses the NaN action with a traceback
+            net = self.agent.greedy if greedy else self.agent.actor
+            if self.world.rank > 0 and not all(torch.isfinite(p).all() for p in net.parameters()):
+                raise SystemExit(2)  # every worker holds these weights: worker 0 says it, once
             raise RunError(
                 f"training diverged in epoch {self.epoch + 1}: the actor's actions are not finite (its weights "
                 "no longer are); lower --lr-actor / --lr-critic and start again with --force"

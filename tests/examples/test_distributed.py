@@ -516,6 +516,18 @@ def test_a_worker_whose_launcher_is_gone_stops_even_when_blocked(tmp_path, block
     assert time.monotonic() - killed >= (1.0 if blocked else 0.0)  # the blocked one waited for the grace
 
 
+def test_a_diverged_run_of_two_workers_says_so_once(tmp_path) -> None:
+    """Both workers hold the same NaN weights and see them at the same step: worker 0 says it, once."""
+    argv = [*TINY, "--epochs", "3", "--n-batches", "20", "--lr-actor", "1e30", "--lr-critic", "1e30"]
+    result = torchrun([*argv, "--output", str(tmp_path / "out")])
+    assert result.returncode != 0
+    ours = [line for line in result.stderr.splitlines() if line.startswith("her_ddpg.py: ")]
+    assert ours == [
+        f"{PREFIX}training diverged in epoch 1: the actor's actions are not finite (its weights no longer are); "
+        "lower --lr-actor / --lr-critic and start again with --force"
+    ]
+
+
 def test_workers_are_pinned_to_cores_of_their_own_only_where_they_fit(monkeypatch) -> None:
     import workers
 
