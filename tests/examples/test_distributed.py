@@ -392,6 +392,14 @@ def _workers(launcher: int) -> dict[int, int]:
     return found
 
 
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+
+
 def _past_first_checkpoint(
     args: list[str], restarts: int = 0
 ) -> tuple[subprocess.Popen[str], dict[int, int]]:
@@ -420,7 +428,7 @@ def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp
     assert time.monotonic() - killed < 15
     assert run.returncode != 0
     for pid in workers.values():  # no worker left behind
-        assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text()
+        assert not _alive(pid)
     ours = [line for line in err.splitlines() if line.startswith("her_ddpg.py: ")]
     assert len(ours) <= 1, (
         ours
@@ -429,14 +437,6 @@ def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp
     resumed = torchrun(["--resume", str(out), "--epochs", str(done + 1)])
     _ok(resumed)
     assert f"resumed {out} at epoch {done}" in resumed.stdout
-
-
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
-    try:
-        return "zombie" not in Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
 
 
 def test_a_launcher_killed_with_sigkill_takes_its_workers_with_it(tmp_path) -> None:
