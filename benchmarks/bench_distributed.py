@@ -18,7 +18,9 @@ runs 16 envs, and her_ddpg.py refuses more workers than envs).
 A third side gives the bound: W independent one-process runs of the workers' settings (16/W envs,
 batch 2048/W, seeds 0, 1, ...), side by side, each pinned to a core of its own. They do a worker's
 work with nothing exchanged, so their updates/s (the mean of the W) is what W workers would reach
-with a free exchange; their row compares it with the one-process run, as the workers' row does.
+with a free exchange, and their env steps/s of collection (the sum of the W) what W workers would
+collect if none waited for another; their rows compare these with the one-process run, as the
+workers' rows do.
 """
 
 from __future__ import annotations
@@ -114,15 +116,16 @@ def run(quick: bool) -> list[Row]:
                         "her_ddpg.py, 1 process",
                     )
                 )
-            rows.append(
-                Row(
-                    "distributed",
-                    f"FetchPush updates, {workers} processes of {16 // workers} envs, batch {2048 // workers}, {kind}: "
-                    "the bound",
-                    "updates/s",
-                    statistics.median(r["updates"] for r in apart),
-                    statistics.median(r["updates"] for r in alone),
-                    "her_ddpg.py, 1 process",
+            for key, unit in (("collection", "env-steps/s"), ("updates", "updates/s")):
+                rows.append(
+                    Row(
+                        "distributed",
+                        f"FetchPush {key}, {workers} processes of {16 // workers} envs, batch {2048 // workers}, "
+                        f"{kind}: the bound",
+                        unit,
+                        (workers if key == "collection" else 1) * statistics.median(r[key] for r in apart),
+                        statistics.median(r[key] for r in alone),
+                        "her_ddpg.py, 1 process",
+                    )
                 )
-            )
     return rows
