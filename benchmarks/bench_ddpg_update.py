@@ -6,9 +6,9 @@ ours with ``HerStorage.sample_arrays`` + ``Agent.update`` (bfloat16 hidden layer
 peer with ``DDPG.train(gradient_steps=1)`` on our ``her.HerReplayBuffer`` (so the buffer is not what
 differs). Batch 256 is one worker of the paper, 2048 its 8 workers' averaged gradient.
 
-A last row puts the float32 update at batch 2048 against this core's own bound: the floating-point
+A third row per batch puts the float32 update against this core's own bound: the floating-point
 operations of its matrix products (:func:`update_flop`, torch's count) per second, against those of
-one ``(2048, 256) @ (256, 256)`` product, the networks' largest, timed in turn with it. Its ratio is
+one ``(batch, 256) @ (256, 256)`` product, the networks' largest, timed in turn with it. Its ratio is
 the share of the bound the update reaches: how much any float32 code could still gain on this CPU.
 """
 
@@ -120,19 +120,19 @@ def run(quick: bool) -> list[Row]:
                     "sb3 DDPG.train",
                 )
             )
-    # The loop's last float32 update (batch 2048) against the core's matrix-product rate, timed in turn.
-    flop = update_flop(agents[False], storage.sample_arrays(batch))
-    product = _product(torch.randn(batch, 256), torch.randn(256, 256))
-    product()
-    update_rate, product_rate = interleaved_rates([ours[1], product], 10, repeats)
-    rows.append(
-        Row(
-            "ddpg_update",
-            f"float32 sample + update's matrix products, batch {batch}, 1 thread",
-            "GFLOP/s",
-            update_rate * flop / 1e9,
-            product_rate * 2 * batch * 256 * 256 / 1e9,
-            "one (2048, 256) @ (256, 256) product (the bound)",
+        # The float32 update against the core's matrix-product rate, timed in turn.
+        flop = update_flop(agents[False], storage.sample_arrays(batch))
+        product = _product(torch.randn(batch, 256), torch.randn(256, 256))
+        product()
+        update_rate, product_rate = interleaved_rates([ours[1], product], 10, repeats)
+        rows.append(
+            Row(
+                "ddpg_update",
+                f"float32 sample + update's matrix products, batch {batch}, 1 thread",
+                "GFLOP/s",
+                update_rate * flop / 1e9,
+                product_rate * 2 * batch * 256 * 256 / 1e9,
+                f"one ({batch}, 256) @ (256, 256) product (the bound)",
+            )
         )
-    )
     return rows
