@@ -1,8 +1,10 @@
 """The README and docs/ hold together: relative links resolve, nothing links outside the repository,
-the front page keeps its two commands, and the checker page keeps its generated-table markers."""
+the front page starts with its two commands and stays a front page, the changelog stays one line per
+change, and the checker page keeps its generated-table markers."""
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -12,6 +14,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 CHECKS_START = "<!-- checks-table:start -->"
 CHECKS_END = "<!-- checks-table:end -->"
+MAIN_JOB = 'pip install torch==2.13.0 && pip install -e ".[examples]" && python examples/train.py'
+TEST_COMMAND = 'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest -q'
+README_MAX_LINES = 150  # a front page: what and why, two commands, quickstart, one row per task
+CHANGELOG_MAX_LINES = 250  # one line per user-visible change; git holds the history
 
 
 def _prose(text: str) -> str:
@@ -44,11 +50,48 @@ def test_links_stay_inside_the_repository_and_resolve(page: Path) -> None:
     assert broken == []
 
 
-def test_the_front_page_keeps_its_two_commands() -> None:
+def _fenced_blocks(text: str) -> list[str]:
+    return [block.strip() for block in re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.M | re.S)]
+
+
+def test_the_front_page_starts_with_its_two_commands() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    # .ci/run runs the second; the first is the main job.
-    assert 'pip install torch==2.13.0 && pip install -e ".[examples]" && python examples/train.py' in readme
-    assert 'pip install torch==2.13.0 && pip install -e ".[test]" && python -m pytest -q' in readme
+    # The first installs and runs the main job; the second installs and runs the tests.
+    assert _fenced_blocks(readme)[:2] == [MAIN_JOB, TEST_COMMAND]
+    # Nothing but a title and the blocks' one-line captions before them.
+    before = readme[: readme.index(MAIN_JOB)].splitlines()
+    assert len([line for line in before if line.strip() and not line.startswith("```")]) <= 2
+
+
+def test_ci_runs_the_front_pages_test_command() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    # .ci/run splits the command over lines (a failed install must stop it), in the same order.
+    install, test = "pip install --quiet torch==2.13.0", 'pip install --quiet -e ".[test]"'
+    assert ci.index(install) < ci.index(test) < ci.index("\npython -m pytest -q\n")
+
+
+@pytest.mark.parametrize(
+    ("name", "limit"), [("README.md", README_MAX_LINES), ("CHANGELOG.md", CHANGELOG_MAX_LINES)]
+)
+def test_the_front_page_and_the_changelog_stay_short(name: str, limit: int) -> None:
+    lines = (ROOT / name).read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= limit, f"{name} has {len(lines)} lines; at most {limit}: details belong in docs/"
+
+
+def test_the_changelog_keeps_one_line_per_change() -> None:
+    lines = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8").splitlines()
+    entries = [line for line in lines if line.startswith("- ")]
+    assert entries, "the changelog lists its changes as '- ' lines"
+    # An entry is one line: the line after it is another entry, a heading or a blank line.
+    continued = [
+        f"line {i + 2}: {after}"
+        for i, (line, after) in enumerate(itertools.pairwise(lines))
+        if line.startswith("- ") and after.strip() and not after.startswith(("- ", "#"))
+    ]
+    assert continued == []
+    headings = [line for line in lines if line.startswith("### ")]
+    kinds = {"### Added", "### Changed", "### Deprecated", "### Removed", "### Fixed", "### Security"}
+    assert set(headings) <= kinds, sorted(set(headings) - kinds)
 
 
 def test_the_checks_table_sits_between_its_markers() -> None:

@@ -1,10 +1,11 @@
 """Every ```python block of README.md and docs/*.md runs on its own, as written, in a fresh interpreter.
 
-Each block runs in its own subprocess, in an empty temporary folder, with ``GOALENVS_DOCS_QUICK=1``
-(blocks that train take a few hundred steps instead of thousands) and ``OMP_NUM_THREADS=1``. A block
-that cannot run alone for a real reason carries ``<!-- docs-test: skip (the reason) -->`` on the line
-just before its fence; the skipped blocks are listed with their reasons (``pytest -rs``). The rules
-are in docs/README.md ("Code blocks").
+The blocks are plain user code. Each runs in its own subprocess, in an empty temporary folder, with
+``OMP_NUM_THREADS=1``; a block that trains runs for ``QUICK_STEPS`` steps instead of the thousands it
+shows, because the test lowers the step-count literal of its ``.learn(...)`` call (``STEPS``) before it
+runs the block. A block that cannot run alone for a real reason carries
+``<!-- docs-test: skip (the reason) -->`` on the line just before its fence; the skipped blocks are
+listed with their reasons (``pytest -rs``). The rules are in docs/README.md ("Code blocks").
 """
 
 from __future__ import annotations
@@ -21,8 +22,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP = re.compile(r"^<!-- docs-test: skip \((?P<reason>.*\S.*)\) -->$")
-QUICK = "GOALENVS_DOCS_QUICK"
-TIMEOUT_S = 180  # a block in quick mode takes seconds; this catches one that ignores quick mode
+# The step count of a training call, as the docs write it: `.learn(10_000)` or
+# `.learn(total_timesteps=10_000)`, the count an integer literal (underscores allowed).
+STEPS = re.compile(r"(\.learn\(\s*(?:total_timesteps\s*=\s*)?)(\d[\d_]*)(?=\s*[,)])")
+QUICK_STEPS = 1_500  # past the blocks' learning_starts=1_000, so a few hundred updates run too
+TIMEOUT_S = 180  # a shortened block takes seconds; this catches one that trains for long anyway
+# A switch that made user code shorten itself for this test; the docs show plain code instead.
+TEST_SWITCH = "GOALENVS_DOCS_QUICK"
 
 
 @dataclass(frozen=True)
@@ -83,19 +89,37 @@ def test_every_skip_marker_stands_before_a_python_block_and_gives_a_reason() -> 
     )
 
 
+def shortened(code: str) -> str:
+    """The block with the step count of each ``.learn(...)`` call lowered to ``QUICK_STEPS``."""
+    return STEPS.sub(lambda m: m.group(1) + str(min(int(m.group(2).replace("_", "")), QUICK_STEPS)), code)
+
+
+def test_shortened_lowers_only_the_step_counts_of_learn_calls() -> None:
+    code = "model.learn(10_000)\nmodel.learn(total_timesteps=200, progress_bar=False)\nx = f(10_000)\n"
+    assert (
+        shortened(code)
+        == "model.learn(1500)\nmodel.learn(total_timesteps=200, progress_bar=False)\nx = f(10_000)\n"
+    )
+    assert shortened("model.learn(n_steps)\n") == "model.learn(n_steps)\n"
+
+
 @pytest.mark.parametrize("block", [b for b in BLOCKS if ".learn(" in b.code], ids=lambda b: b.where)
-def test_blocks_that_train_pin_torch_and_have_a_quick_mode(block: Block) -> None:
+def test_blocks_that_train_pin_torch_and_give_a_step_count_the_test_can_lower(block: Block) -> None:
     assert "torch.set_num_threads(1)" in block.code, (
         f"{block.where}: a training block pins torch to one thread"
     )
-    assert QUICK in block.code, (
-        f"{block.where}: a training block reads {QUICK} to shorten itself for this test"
+    assert block.code.count(".learn(") == len(STEPS.findall(block.code)), (
+        f"{block.where}: each .learn(...) call gives its step count as an integer literal "
+        "(e.g. model.learn(total_timesteps=10_000)), so that this test can shorten it"
     )
+
+
+def test_no_page_shows_a_test_switch_in_user_code() -> None:
+    assert [p.name for p in PAGES if TEST_SWITCH in p.read_text(encoding="utf-8")] == []
 
 
 def _env(folder: Path) -> dict[str, str]:
     env = dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
-    env[QUICK] = "1"
     # What a block writes stays in its folder: Minari datasets too (else ~/.minari/datasets).
     env["MINARI_DATASETS_PATH"] = str(folder / "minari")
     # This checkout first, whatever else is installed (an editable install of another clone).
@@ -122,7 +146,7 @@ def _on_the_page(text: str, script: Path, block: Block) -> str:
 )
 def test_the_block_runs_on_its_own(block: Block, tmp_path: Path) -> None:
     script = tmp_path / "block.py"
-    script.write_text(block.code, encoding="utf-8")
+    script.write_text(shortened(block.code), encoding="utf-8")
     try:
         result = subprocess.run(
             [sys.executable, str(script)],
@@ -133,7 +157,9 @@ def test_the_block_runs_on_its_own(block: Block, tmp_path: Path) -> None:
             timeout=TIMEOUT_S,
         )
     except subprocess.TimeoutExpired:
-        pytest.fail(f"{block.where}: the block ran past {TIMEOUT_S} s with {QUICK}=1")
+        pytest.fail(
+            f"{block.where}: the block ran past {TIMEOUT_S} s with its steps lowered to {QUICK_STEPS}"
+        )
     if result.returncode != 0:
         error = _on_the_page(result.stderr, script, block).strip().splitlines()
         pytest.fail(
