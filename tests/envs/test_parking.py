@@ -12,14 +12,9 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import goalenvs.core
-from goalenvs.envs.parking import (
-    OBS_SCALES,
-    SPOT_CENTRE,
-    SPOT_HEADING,
-    ParkingEnv,
-    ParkingVectorEnv,
-    box_collision,
-)
+from goalenvs.envs.parking import ParkingEnv, ParkingVectorEnv
+from goalenvs.envs.parking.collision import box_collision
+from goalenvs.envs.parking.lot import OBS_SCALES, SPOT_CENTRE, SPOT_HEADING
 
 
 def test_collision_term_travels_in_info_for_relabelling():

@@ -25,12 +25,12 @@ import mujoco
 import numpy as np
 
 from goalenvs.envs.fetch.assets import fetch_assets_dir
-from goalenvs.envs.fetch.task import (
+from goalenvs.envs.fetch.goals import euler_from_xmat
+from goalenvs.envs.fetch.settings import (
     AIR_TARGET_MAX_HEIGHT,
     MIN_OBJECT_GRIPPER_DIST,
     TASKS,
     FetchSettings,
-    _euler_from_xmat,
 )
 
 __all__ = ["FetchSim", "FetchViews"]
@@ -243,7 +243,7 @@ class FetchSim:
         # linear, object angular), scaled to displacement per env step like Gymnasium-Robotics.
         gvx, gvy, gvz, ovx, ovy, ovz, orx, ory, orz = [x * dt for x in np.dot(v.jac, v.qvel).tolist()]
         ox, oy, oz = v.obj_xpos.tolist()
-        ex, ey, ez = _euler_from_xmat(v.obj_xmat.tolist())
+        ex, ey, ez = euler_from_xmat(v.obj_xmat.tolist())
         return [
             gx, gy, gz,
             ox, oy, oz,

@@ -1,280 +1,240 @@
-"""The four Fetch tasks as data, their validated arguments, and their pure goal functions.
+"""The Fetch task over N envs: N ``MjData`` of one model, their physics stepped in a pool of threads.
 
-Nothing here touches MuJoCo: the task table and the goal functions (distance, reward, success, the
-Euler angles of the observation) are plain numpy, usable by a replay buffer on any batch, in any
-process.
+:class:`FetchTask` is the family's :class:`~goalenvs.task.Task`: :class:`~goalenvs.envs.fetch.env.FetchEnv`
+is its batch of one and :class:`~goalenvs.envs.fetch.vector.FetchVectorEnv` its batch of N, so env
+``i`` of a vector env seeded ``s`` is the single env seeded ``s + i``, bit for bit, whatever the
+number of threads. Each thread steps a contiguous chunk of envs through all their substeps
+(``mj_step`` releases the GIL).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, fields
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import gymnasium as gym
+import mujoco
 import numpy as np
+from gymnasium import spaces
 
-from goalenvs._util import check_bool, check_int, check_real
+from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
+from goalenvs.envs.fetch.assets import make_renderer
+from goalenvs.envs.fetch.goals import distance_reward, distance_success, fetch_reward, goal_distance
+from goalenvs.envs.fetch.settings import POS_ACTION_SCALE, FetchSettings
+from goalenvs.envs.fetch.sim import FetchSim, FetchViews
+from goalenvs.task import Task, seed_generators
 
-__all__ = [
-    "REWARD_TYPES",
-    "TASKS",
-    "SETTINGS",
-    "FetchSettings",
-    "FetchTask",
-    "fetch_reward",
-    "fetch_success",
-    "goal_distance",
-    "mat2euler",
-]
-
-FloatArray = np.ndarray
-
-_EPS4 = float(np.finfo(np.float64).eps * 4.0)
-MIN_OBJECT_GRIPPER_DIST = 0.1  # the object never starts closer than this (x-y) to the gripper
-AIR_TARGET_MAX_HEIGHT = 0.45  # metres above the table a target in the air may be
-POS_ACTION_SCALE = 0.05  # metres of mocap displacement per unit of action
-DEFAULT_SIZE = 480  # rendered frame width and height
-
-_ROBOT_BASE = {"robot0:slide1": 0.48, "robot0:slide2": 0.0}
-_OBJECT_NEAR = [1.25, 0.53, 0.4, 1.0, 0.0, 0.0, 0.0]
+__all__ = ["FetchState", "FetchTask", "fetch_spaces"]
 
 
-@dataclass(frozen=True)
-class FetchTask:
-    """Defaults of one Fetch task, as Gymnasium-Robotics' v4 class for it sets them."""
-
-    xml: str
-    has_object: bool
-    block_gripper: bool
-    gripper_extra_height: float
-    target_in_the_air: bool
-    target_offset: float | tuple[float, float, float]
-    obj_range: float
-    target_range: float
-    initial_qpos: Mapping[str, Any]
-    distance_threshold: float = 0.05
-    n_substeps: int = 20
+def fetch_spaces(sim: FetchSim) -> tuple[spaces.Dict, spaces.Box]:
+    """The observation and action spaces of one Fetch env of ``sim``'s task."""
+    box = spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float64)
+    observation_space = spaces.Dict(
+        {
+            "observation": spaces.Box(-np.inf, np.inf, shape=(sim.obs_dim,), dtype=np.float64),
+            "achieved_goal": box,
+            "desired_goal": box,
+        }
+    )
+    return observation_space, spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
 
 
-#: The four tasks, by the name the ``task`` argument takes.
-TASKS: dict[str, FetchTask] = {
-    "reach": FetchTask(
-        xml="reach.xml",
-        has_object=False,
-        block_gripper=True,
-        gripper_extra_height=0.2,
-        target_in_the_air=True,
-        target_offset=0.0,
-        obj_range=0.15,
-        target_range=0.15,
-        initial_qpos={"robot0:slide0": 0.4049, **_ROBOT_BASE},
-    ),
-    "push": FetchTask(
-        xml="push.xml",
-        has_object=True,
-        block_gripper=True,
-        gripper_extra_height=0.0,
-        target_in_the_air=False,
-        target_offset=0.0,
-        obj_range=0.15,
-        target_range=0.15,
-        initial_qpos={"robot0:slide0": 0.405, **_ROBOT_BASE, "object0:joint": _OBJECT_NEAR},
-    ),
-    "slide": FetchTask(
-        xml="slide.xml",
-        has_object=True,
-        block_gripper=True,
-        gripper_extra_height=-0.02,
-        target_in_the_air=False,
-        target_offset=(0.4, 0.0, 0.0),
-        obj_range=0.1,
-        target_range=0.3,
-        initial_qpos={
-            "robot0:slide0": 0.05,
-            **_ROBOT_BASE,
-            "object0:joint": [1.7, 1.1, 0.41, 1.0, 0.0, 0.0, 0.0],
-        },
-    ),
-    "pick_and_place": FetchTask(
-        xml="pick_and_place.xml",
-        has_object=True,
-        block_gripper=False,
-        gripper_extra_height=0.2,
-        target_in_the_air=True,
-        target_offset=0.0,
-        obj_range=0.15,
-        target_range=0.15,
-        initial_qpos={"robot0:slide0": 0.405, **_ROBOT_BASE, "object0:joint": _OBJECT_NEAR},
-    ),
-}
+class FetchState:
+    """N Fetch envs: one ``MjData`` each (env 0's is the one the start state was computed in, as a
+    single env's), their numpy views, random generators, goals, observation vectors and step counts,
+    and the thread pool that steps their physics in chunks (none with one thread)."""
 
-REWARD_TYPES = ("sparse", "dense")
+    def __init__(self, sim: FetchSim, n: int) -> None:
+        self.sim, self.n = sim, n
+        self.data = (sim.data, *(mujoco.MjData(sim.model) for _ in range(n - 1)))
+        self.views = [FetchViews(sim, d) for d in self.data]
+        self.rngs: list[np.random.Generator] = [np.random.default_rng(0)] * n  # replaced by seeding
+        self.goal = np.zeros((n, 3))
+        self.obs = np.zeros((n, sim.obs_dim))
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.renderer: Any = None
+        self.camera: Any = None
+        self.set_threads(1)
+
+    def set_threads(self, num_threads: int) -> None:
+        """Step the physics in ``num_threads`` contiguous chunks of envs (the caller's thread steps the
+        first; the results do not depend on the number)."""
+        self.num_threads = min(num_threads, self.n)
+        bounds = np.linspace(0, self.n, self.num_threads + 1).round().astype(int).tolist()
+        self.chunks = list(zip(bounds[:-1], bounds[1:], strict=True))
+        self.pool: ThreadPoolExecutor | None = None
+        if self.num_threads > 1:
+            self.pool = ThreadPoolExecutor(self.num_threads - 1, thread_name_prefix="fetch-physics")
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
+            self.pool = None
+        if self.renderer is not None:
+            self.renderer.close()
+            self.renderer = None
+
+    # MjModel/MjData pickle themselves and the views rebuild themselves; the pool and the renderer are
+    # made anew.
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "pool": None, "renderer": None, "camera": None}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.set_threads(self.num_threads)
 
 
-# ---- the validated arguments of an env ----------------------------------------------------------
+class FetchTask(Task):
+    """One Fetch task (``settings.task``: reach, push, ...) with its settings: the functions both
+    Fetch envs are built from.
 
-
-@dataclass(frozen=True)
-class FetchSettings:
-    """Every argument of a Fetch env, validated, with the task's defaults filled in: written once.
-
-    ``FetchEnv(**kwargs)``, ``FetchVectorEnv(num_envs, **kwargs)`` and the registry's ids all build
-    one of these (the envs' signatures are made from its fields, and their attributes read it); a bad
-    value fails here with a one-line error naming it. ``None`` in a task-dependent field means that
-    task's Gymnasium-Robotics v4 value (see :data:`TASKS`). See ``FetchEnv`` for what each one means.
+    The goal functions read ``settings`` at call time, so an env's settings attribute set anew
+    (``env.distance_threshold = 0.02``) takes effect at the next step and ``compute_reward``.
     """
 
-    task: str = "reach"
-    reward_type: str = "sparse"
-    _: KW_ONLY
-    distance_threshold: float = None  # type: ignore[assignment]  # None -> the task's; a float after
-    target_in_the_air: bool = None  # type: ignore[assignment]
-    target_offset: float | FloatArray = None  # type: ignore[assignment]
-    obj_range: float = None  # type: ignore[assignment]
-    target_range: float = None  # type: ignore[assignment]
-    gripper_extra_height: float = None  # type: ignore[assignment]
-    block_gripper: bool = None  # type: ignore[assignment]
-    n_substeps: int = None  # type: ignore[assignment]
-    initial_qpos: Mapping[str, Any] = None  # type: ignore[assignment]
-    max_steps: int | None = 50
-    width: int = DEFAULT_SIZE
-    height: int = DEFAULT_SIZE
+    step_only_info_keys = ("is_success", "elapsed_steps")  # FetchEnv.reset's info is empty
+    action_help = "4 numbers: dx, dy, dz, gripper, clipped to [-1, 1]"
 
-    def __post_init__(self) -> None:
-        task = self.task
-        if task not in TASKS:
-            raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
-        if self.reward_type not in REWARD_TYPES:
-            raise ValueError(f"reward_type must be one of {list(REWARD_TYPES)}, got {self.reward_type!r}")
-        spec = TASKS[task]
-
-        def pick(name: str) -> Any:
-            value = getattr(self, name)
-            return getattr(spec, name) if value is None else value
-
-        obj = check_real("obj_range", pick("obj_range"), 0.0)
-        if spec.has_object and obj < MIN_OBJECT_GRIPPER_DIST:
-            # The start position is redrawn until it is >= 0.1 m from the gripper: below 0.1 that loop
-            # needs ever more draws, and below 0.1/sqrt(2) it never ends.
-            raise ValueError(
-                f"obj_range must be >= {MIN_OBJECT_GRIPPER_DIST} for task {task!r} (the object starts at "
-                f"least {MIN_OBJECT_GRIPPER_DIST} m from the gripper), got {self.obj_range!r}"
-            )
-        qpos = pick("initial_qpos")
-        if not isinstance(qpos, Mapping):
-            raise TypeError(
-                f"initial_qpos must be a dict of joint name -> value(s), got {type(qpos).__name__}"
-            )
-        checked = {
-            "width": check_int("width", self.width, 1),
-            "height": check_int("height", self.height, 1),
-            "distance_threshold": check_real(
-                "distance_threshold", pick("distance_threshold"), 0.0, strict=True
-            ),
-            "target_in_the_air": check_bool("target_in_the_air", pick("target_in_the_air")),
-            "target_offset": _check_offset(pick("target_offset")),
-            "obj_range": obj,
-            "target_range": check_real("target_range", pick("target_range"), 0.0),
-            "gripper_extra_height": check_real("gripper_extra_height", pick("gripper_extra_height")),
-            "block_gripper": check_bool("block_gripper", pick("block_gripper")),
-            "n_substeps": check_int("n_substeps", pick("n_substeps"), 1),
-            "initial_qpos": qpos,
-            "max_steps": None if self.max_steps is None else check_int("max_steps", self.max_steps, 1),
-        }
-        for name, value in checked.items():  # a frozen dataclass: set through object.__setattr__
-            object.__setattr__(self, name, value)
+    def __init__(self, settings: FetchSettings) -> None:
+        self.settings = settings
+        self.sim = FetchSim(settings)
+        self._spaces = fetch_spaces(self.sim)
+        self._act_low, self._act_high = self._spaces[1].low.copy(), self._spaces[1].high.copy()
 
     @property
-    def has_object(self) -> bool:
-        return TASKS[self.task].has_object
+    def observation_space(self) -> spaces.Dict:
+        return self._spaces[0]
 
+    @property
+    def action_space(self) -> spaces.Box:
+        return self._spaces[1]
 
-#: The names of FetchSettings' fields: the Fetch envs' keyword arguments (and attributes).
-SETTINGS = tuple(f.name for f in fields(FetchSettings))
+    # ---- the goal functions ----------------------------------------------------------------------
 
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """Sparse (-1/0, float32) or dense (-distance) reward; pure, any leading batch shape."""
+        s = self.settings
+        return fetch_reward(achieved_goal, desired_goal, s.distance_threshold, s.reward_type == "dense")
 
-def _check_offset(value: Any) -> float | FloatArray:
-    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
-        return check_real("target_offset", value)
-    arr = np.asarray(value, dtype=np.float64) if not isinstance(value, str) else None
-    if arr is None or arr.shape != (3,) or not np.all(np.isfinite(arr)):
-        raise ValueError(
-            f"target_offset must be a finite number or 3 finite numbers (x, y, z), got {value!r}"
+    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """Always False: reaching the goal does not end the episode (the goal must be held)."""
+        return np.zeros(np.shape(achieved_goal)[:-1], dtype=bool)
+
+    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """True where ``info["elapsed_steps"] >= max_steps`` (never with ``max_steps=None``); batch shape.
+
+        Where an info has no ``"elapsed_steps"`` (or is None) the answer is False, with a warning once.
+        """
+        batch_shape = np.shape(achieved_goal)[:-1]
+        if self.settings.max_steps is None:
+            return np.zeros(batch_shape, dtype=bool)
+        steps = info_values_or_default(
+            info, "elapsed_steps", batch_shape, 0, NO_ELAPSED_STEPS.format(env="Fetch")
         )
-    return arr
+        return np.asarray(self.truncated_at(steps))
 
+    def truncated_at(self, elapsed_steps: Any) -> Any:
+        """Whether an episode ``elapsed_steps`` long (an int, or an int array) is over by time."""
+        max_steps = self.settings.max_steps
+        if max_steps is None:
+            return np.zeros(np.shape(elapsed_steps), dtype=bool) if np.ndim(elapsed_steps) else False
+        return elapsed_steps >= max_steps
 
-# ---- the goal functions -------------------------------------------------------------------------
+    # ---- the task's part of the two envs ---------------------------------------------------------
 
+    def new_state(self, n: int) -> FetchState:
+        return FetchState(self.sim, n)
 
-def goal_distance(goal_a: Any, goal_b: Any) -> FloatArray:
-    """Euclidean distance between goals over the last axis; any leading batch shape."""
-    a = np.asarray(goal_a)
-    b = np.asarray(goal_b)
-    if a.shape != b.shape:
-        raise ValueError(f"goal shapes differ: {a.shape} vs {b.shape}")
-    if a.ndim == 1 and a.dtype == np.float64 and b.dtype == np.float64:
-        # One goal (the per-step call): Python floats, with the same operations in the same order as
-        # the array expression below (so the same bits), at a fraction of numpy's per-call cost.
-        return np.float64(
-            math.sqrt(sum((x - y) * (x - y) for x, y in zip(a.tolist(), b.tolist(), strict=True)))
-        )
-    diff = a - b
-    # The same reduction as np.linalg.norm(axis=-1), without its dispatch overhead.
-    return np.sqrt(np.add.reduce(diff * diff, axis=-1))
+    def seed(self, state: FetchState, seeds: np.ndarray, envs: np.ndarray) -> None:
+        seed_generators(state.rngs, seeds, envs)
 
+    def reset(self, state: FetchState, envs: np.ndarray, options: dict[str, Any] | None) -> None:
+        # options are accepted and ignored, as by Gymnasium-Robotics' Fetch.
+        sim, s = self.sim, self.settings
+        for i in envs.tolist():
+            v, rng = state.views[i], state.rngs[i]
+            sim.restart(v, rng, s.obj_range)
+            state.goal[i] = sim.sample_goal(rng, s.target_range, s.target_offset, s.target_in_the_air)
+            state.obs[i] = sim.observation(v)
+        state.steps[envs] = 0
 
-def fetch_reward(achieved_goal: Any, desired_goal: Any, distance_threshold: float, dense: bool) -> FloatArray:
-    """Fetch reward: ``-distance`` (dense) or ``-1.0``/``-0.0`` float32 by ``distance_threshold`` (sparse).
+    def step(self, state: FetchState, actions: np.ndarray, skip: np.ndarray) -> None:
+        # np.clip against the float32 bounds (as two ufuncs), then scale in the clipped array's own
+        # dtype, so a float32 action rounds exactly as in Gymnasium-Robotics.
+        a = np.minimum(np.maximum(actions, self._act_low), self._act_high)
+        delta = a[:, :3] * POS_ACTION_SCALE
+        grips = [0.0] * state.n if self.settings.block_gripper else a[:, 3].tolist()
+        active = None
+        if skip.size:
+            active = np.ones(state.n, dtype=bool)
+            active[skip] = False
+        state.steps += 1
+        chunks = state.chunks
+        futures: list[Future[None]] = []
+        if state.pool is not None:
+            futures = [
+                state.pool.submit(self._step_chunk, state, lo, hi, delta, grips, active)
+                for lo, hi in chunks[1:]
+            ]
+        try:
+            self._step_chunk(state, *chunks[0], delta, grips, active)
+        finally:
+            for future in futures:
+                future.result()
 
-    Sparse is Gymnasium-Robotics' ``-float32(d > threshold)`` on every finite distance, but written
-    ``not d <= threshold`` so that a NaN distance (a NaN goal) scores -1 and agrees with
-    :func:`fetch_success`, which calls it no success (``d > threshold`` is False for NaN: it scored
-    the success reward). Dense gives NaN there.
-    """
-    d = goal_distance(achieved_goal, desired_goal)
-    if dense:
-        return -d
-    if isinstance(d, np.generic):  # one goal: a numpy scalar, as Gymnasium-Robotics returns
-        return -np.float32(not d <= distance_threshold)
-    return -np.logical_not(d <= distance_threshold).astype(np.float32)
+    def _step_chunk(
+        self,
+        state: FetchState,
+        lo: int,
+        hi: int,
+        delta: np.ndarray,
+        grips: list[float],
+        active: np.ndarray | None,
+    ) -> None:
+        """Envs ``lo`` to ``hi - 1``: act, integrate, observe (in a pool thread, or the caller's)."""
+        sim, views, obs, block = self.sim, state.views, state.obs, self.settings.block_gripper
+        for i in range(lo, hi):
+            if active is not None and not active[i]:
+                continue
+            v = views[i]
+            sim.act(v, delta[i], grips[i])
+            sim.advance(v, block)
+            obs[i] = sim.observation(v)
 
+    def observe(self, state: FetchState) -> dict[str, np.ndarray]:
+        obs = state.obs.copy()
+        return {
+            "observation": obs,
+            "achieved_goal": obs[:, self.sim.achieved].copy(),
+            "desired_goal": state.goal.copy(),
+        }
 
-def fetch_success(achieved_goal: Any, desired_goal: Any, distance_threshold: float) -> FloatArray:
-    """1.0 (float32) where the achieved goal is strictly within ``distance_threshold`` of the desired one
-    (0.0 where the distance is NaN)."""
-    d = goal_distance(achieved_goal, desired_goal)
-    if isinstance(d, np.generic):
-        return np.float32(d < distance_threshold)
-    return (d < distance_threshold).astype(np.float32)
+    def score(self, state: FetchState, obs: dict[str, np.ndarray]) -> Any:
+        s = self.settings
+        # The distance once, for the reward and the success (through the functions compute_reward uses).
+        d = goal_distance(obs["achieved_goal"], obs["desired_goal"])
+        steps = state.steps.copy()
+        info = {"is_success": distance_success(d, s.distance_threshold), "elapsed_steps": steps}
+        reward = distance_reward(d, s.distance_threshold, s.reward_type == "dense")
+        terminated = self.compute_terminated(obs["achieved_goal"], obs["desired_goal"], info)
+        return info, reward, terminated, self.truncated_at(steps)
 
+    def reset_info(self, state: FetchState, obs: dict[str, np.ndarray]) -> dict[str, Any]:
+        return {}  # every key of the step info is step-only: no need to score the episode's start
 
-def mat2euler(mat: Any) -> FloatArray:
-    """Rotation matrices ``(..., 3, 3)`` to Euler angles ``(..., 3)``, Gymnasium-Robotics' convention.
+    def render(self, state: FetchState, env: int, render_mode: str | None) -> np.ndarray | None:
+        """An RGB frame (height, width, 3) from the default camera, with the goal shown as a red sphere."""
+        if render_mode is None:
+            gym.logger.warn(
+                'render() was called without a render_mode; make the env with render_mode="rgb_array"'
+            )
+            return None
+        if state.renderer is None:
+            state.renderer, state.camera = make_renderer(
+                self.sim.model, self.settings.height, self.settings.width
+            )
+        return self.sim.draw(state.renderer, state.camera, state.views[env], state.goal[env])
 
-    The angles are those of the static x-y-z (roll, pitch, yaw) decomposition; near gimbal lock
-    (``cos(pitch) ~ 0``) roll is set to 0 and yaw absorbs the whole rotation about z.
-    """
-    m = np.asarray(mat, dtype=np.float64)
-    if m.shape[-2:] != (3, 3):
-        raise ValueError(f"mat2euler needs matrices of shape (..., 3, 3), got {m.shape}")
-    cos_pitch = np.sqrt(m[..., 2, 2] ** 2 + m[..., 1, 2] ** 2)
-    regular = cos_pitch > _EPS4
-    out = np.empty(m.shape[:-1])
-    out[..., 0] = np.where(regular, -np.arctan2(m[..., 1, 2], m[..., 2, 2]), 0.0)
-    out[..., 1] = -np.arctan2(-m[..., 0, 2], cos_pitch)
-    out[..., 2] = np.where(
-        regular, -np.arctan2(m[..., 0, 1], m[..., 0, 0]), -np.arctan2(-m[..., 1, 0], m[..., 1, 1])
-    )
-    return out
-
-
-def _euler_from_xmat(xmat: list[float]) -> tuple[float, float, float]:
-    """Scalar :func:`mat2euler` of one row-major 3x3 matrix given as 9 floats (the per-step path)."""
-    m00, m01, m02, m10, m11, m12, _, _, m22 = xmat
-    cos_pitch = math.sqrt(m22 * m22 + m12 * m12)
-    pitch = -math.atan2(-m02, cos_pitch)
-    if cos_pitch > _EPS4:
-        return -math.atan2(m12, m22), pitch, -math.atan2(m01, m00)
-    return 0.0, pitch, -math.atan2(-m10, m11)
+    def close(self, state: FetchState) -> None:
+        state.close()
