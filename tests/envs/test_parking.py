@@ -357,3 +357,16 @@ def test_human_render_mode_listed_only_with_pygame():
         env.reset(seed=0)
         env.step(np.zeros(2, np.float32))
         env.close()
+
+
+def test_the_envs_spell_out_every_setting_with_the_config_defaults():
+    import inspect
+
+    from goalenvs.envs.parking import ParkingConfig
+
+    config = inspect.signature(ParkingConfig).parameters
+    for cls in (ParkingEnv, ParkingVectorEnv):
+        params = inspect.signature(cls).parameters
+        for name, param in config.items():
+            assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, (cls, name)
+            assert params[name].default == param.default, (cls, name)

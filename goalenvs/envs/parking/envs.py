@@ -9,6 +9,7 @@ answers on its own observation and info by construction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -343,8 +344,34 @@ class ParkingEnv(TaskEnv):
     reward_info_keys = ("crashed",)
     _task: ParkingTask
 
-    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
-        self._init_task(ParkingTask(ParkingConfig(**kwargs)), render_mode)
+    def __init__(
+        self,
+        render_mode: str | None = None,
+        *,
+        reward_weights: Sequence[float] = (1.0, 0.3, 0.0, 0.0, 0.02, 0.02),
+        success_goal_reward: float = 0.12,
+        collision_reward: float = -5.0,
+        steering_range: float = np.pi / 4,
+        acceleration_range: float = 5.0,
+        simulation_frequency: int = 15,
+        policy_frequency: int = 5,
+        duration: float = 100.0,
+        add_walls: bool = True,
+        vehicles_count: int = 0,
+    ) -> None:
+        config = ParkingConfig(
+            reward_weights=reward_weights,
+            success_goal_reward=success_goal_reward,
+            collision_reward=collision_reward,
+            steering_range=steering_range,
+            acceleration_range=acceleration_range,
+            simulation_frequency=simulation_frequency,
+            policy_frequency=policy_frequency,
+            duration=duration,
+            add_walls=add_walls,
+            vehicles_count=vehicles_count,
+        )
+        self._init_task(ParkingTask(config), render_mode)
         self.config = self._task.config
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
         self._window: Any = None
@@ -423,9 +450,32 @@ class ParkingVectorEnv(NativeVectorEnv):
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         batched_final_obs: bool = False,
-        **kwargs: Any,
+        *,
+        reward_weights: Sequence[float] = (1.0, 0.3, 0.0, 0.0, 0.02, 0.02),
+        success_goal_reward: float = 0.12,
+        collision_reward: float = -5.0,
+        steering_range: float = np.pi / 4,
+        acceleration_range: float = 5.0,
+        simulation_frequency: int = 15,
+        policy_frequency: int = 5,
+        duration: float = 100.0,
+        add_walls: bool = True,
+        vehicles_count: int = 0,
     ) -> None:
-        task = ParkingTask(ParkingConfig(**kwargs))
+        task = ParkingTask(
+            ParkingConfig(
+                reward_weights=reward_weights,
+                success_goal_reward=success_goal_reward,
+                collision_reward=collision_reward,
+                steering_range=steering_range,
+                acceleration_range=acceleration_range,
+                simulation_frequency=simulation_frequency,
+                policy_frequency=policy_frequency,
+                duration=duration,
+                add_walls=add_walls,
+                vehicles_count=vehicles_count,
+            )
+        )
         self._init_vector(task, num_envs, render_mode, autoreset_mode, batched_final_obs)
         self.config = task.config
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
