@@ -1,6 +1,6 @@
 """FetchVectorEnv: N Fetch envs on one MuJoCo model, their physics stepped in parallel threads.
 
-The batch of N of :class:`~goalenvs.envs.fetch.task.FetchTask`, the task :class:`FetchEnv` is the
+The batch of N of :class:`~goalenvs.envs.fetch.env.FetchTask`, the task :class:`FetchEnv` is the
 batch of one of (the threads are the task's: see there); this module adds the vector env's arguments
 (``num_envs``, ``num_threads``, the autoreset mode) and its docstring.
 """
@@ -15,9 +15,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_int
-from goalenvs.envs.fetch.env import ENV_DOC, FetchAttributes
+from goalenvs.envs.fetch.env import ENV_DOC, FetchAttributes, FetchState, FetchTask
 from goalenvs.envs.fetch.settings import DEFAULT_SIZE, FetchSettings
-from goalenvs.envs.fetch.task import FetchState, FetchTask
 from goalenvs.vector import NativeVectorEnv
 
 __all__ = ["FetchVectorEnv"]
