@@ -17,7 +17,6 @@ for the batch, and the single env takes row 0. A task function never learns whic
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -61,8 +60,6 @@ def seed_generators(rngs: list[Any], seeds: np.ndarray, envs: np.ndarray) -> Non
 
 
 _SHOWN = 4  # non-finite entries quoted in the error, at most
-_PYTHON_SUM_MAX = 16  # up to this many entries a sum of Python floats is cheaper than numpy's calls
-_ZEROS: dict[tuple[int, np.dtype], np.ndarray] = {}  # one zero vector per action size and dtype
 
 
 def check_finite_action(name: str, action: np.ndarray, accepted: str) -> None:
@@ -73,29 +70,15 @@ def check_finite_action(name: str, action: np.ndarray, accepted: str) -> None:
     episode) or makes MuJoCo reset the simulation mid-episode (Fetch: the arm jumps back to its start
     pose), with no sign of either in the step's return. A non-finite action is always an upstream bug
     (a diverged policy, a division by zero), best reported at the step that received it.
-
-    ``accepted`` says what the action holds (e.g. ``"4 numbers: dx, dy, dz, gripper, ..."``). Integer
-    and bool actions are always finite; a huge finite action passes (to be clipped, as before). The
-    test is one sum, which is NaN or inf as soon as an entry is: of Python floats for a few entries
-    (a float64 sum may overflow to inf, and the exact test below then lets it pass), else a dot
-    product with zeros, which cannot overflow (``0 * inf`` is NaN).
+    ``accepted`` says what the action holds (e.g. ``"4 numbers: dx, dy, dz, gripper, ..."``); integer
+    and bool actions are always finite, and a huge finite action passes (to be clipped, as before).
     """
     if action.dtype.kind != "f":
         return
-    if action.size <= _PYTHON_SUM_MAX:
-        if math.isfinite(sum(action.ravel().tolist())):
-            return
-    else:
-        flat = action.reshape(-1)
-        key = (flat.size, flat.dtype)
-        zeros = _ZEROS.get(key)
-        if zeros is None:
-            zeros = _ZEROS[key] = np.zeros(flat.size, flat.dtype)
-        if flat.dot(zeros) == 0:
-            return
-    bad = np.argwhere(~np.isfinite(action))
-    if not len(bad):  # huge finite entries overflowed the sum
+    finite = np.isfinite(action)
+    if finite.all():
         return
+    bad = np.argwhere(~finite)
     entries = ", ".join(
         f"{name}[{', '.join(map(str, index.tolist()))}] = {float(action[tuple(index)])}"
         for index in bad[:_SHOWN]
