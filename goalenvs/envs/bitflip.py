@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, NoReturn, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -83,6 +83,13 @@ def rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         row = np.dtype((np.void, a.shape[-1] * a.itemsize))
         return (a.view(row) == b.view(row))[..., 0]
     return (a == b).all(axis=-1)
+
+
+def _refuse_discrete(actions: np.ndarray, name: str, accepted: str) -> NoReturn:
+    """The one-line error for a discrete ``action`` (one env's) or ``actions`` (a batch) refused."""
+    if name == "action":
+        raise ValueError(f"a discrete action must be {accepted}, got {actions.item()}")
+    raise ValueError(f"discrete actions must be {accepted}, got {actions!r}")
 
 
 class BitFlipState:
@@ -206,13 +213,11 @@ class BitFlipTask(Task):
         if self.continuous:
             check_finite_action(name, actions, self.action_help)
             return
-        one = name == "action"
-        what, shown = ("a discrete action", actions.item()) if one else ("discrete actions", repr(actions))
         if actions.dtype.kind not in "iu":
-            raise ValueError(f"{what} must be {'one integer' if one else 'integers'}, got {shown}")
+            _refuse_discrete(actions, name, "one integer" if name == "action" else "integers")
         # One pass for both bounds: a negative index wraps to a huge unsigned value.
         if (actions.astype(np.uint64, copy=False) >= self.n_bits).any():
-            raise ValueError(f"{what} must be in [0, {self.n_bits}), got {shown}")
+            _refuse_discrete(actions, name, f"in [0, {self.n_bits})")
 
     def flip(self, state: np.ndarray, actions: np.ndarray) -> None:
         """Apply checked actions to ``state`` (B, n_bits) in place.
