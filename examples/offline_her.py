@@ -90,7 +90,7 @@ def _reset_info_callback() -> type:
             step_data = super().__call__(env, obs=obs, info=info, action=action, **kwargs)
             goal_env: Any = env.unwrapped
             if action is None and not info and type(goal_env).__module__.startswith("goalenvs.envs.fetch"):
-                from goalenvs.envs.fetch.task import fetch_success
+                from goalenvs.envs.fetch import fetch_success
 
                 success = fetch_success(
                     obs["achieved_goal"], obs["desired_goal"], goal_env.distance_threshold

@@ -12,17 +12,11 @@ one task the bases build both envs, so no formula of a family is written twice:
 
 This is gymnax's ``Environment`` shape (one ``step`` that owns autoreset; the task supplies
 ``step_env`` / ``reset_env``) in numpy: where gymnax vmaps a one-env function, a task here is written
-for the batch, and the single env takes row 0.
-
-Where a batch of one is measurably slower than the scalar code it replaced (numpy's per-call cost
-dominates a one-row array), a task function keeps a one-env twin *inside* it (the same operations on
-Python scalars, tested against the batch path), never a second copy of a formula in an env class.
+for the batch, and the single env takes row 0. A task function never learns which env calls it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -36,19 +30,19 @@ from goalenvs._util import check_render_mode
 from goalenvs.core import GoalEnv
 
 __all__ = [
-    "ONE",
     "Task",
     "TaskEnv",
     "TaskGoalFunctions",
+    "as_actions",
+    "check_finite_action",
+    "first_info",
     "first_obs",
     "first_scored",
-    "keyword",
     "seed_generators",
-    "settings_signature",
 ]
 
 Obs = dict[str, np.ndarray]
-# A step's (info, reward, terminated, truncated): arrays of the batch, or one env's scalars.
+# A step's (info, reward, terminated, truncated): arrays with a leading batch axis.
 Scored = tuple[dict[str, Any], Any, Any, Any]
 
 #: The env indices of a one-env state (the single env's ``envs`` argument).
@@ -65,49 +59,50 @@ def seed_generators(rngs: list[Any], seeds: np.ndarray, envs: np.ndarray) -> Non
         rngs[i] = seeding.np_random(seed)[0]
 
 
-def keyword(name: str, default: Any) -> inspect.Parameter:
-    """A keyword-only parameter of an env class's signature (``render_mode``, ``autoreset_mode``, ...)."""
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+_SHOWN = 4  # non-finite entries quoted in the error, at most
 
 
-def settings_signature(
-    settings: type, leading: tuple[inspect.Parameter, ...] = (), trailing: tuple[inspect.Parameter, ...] = ()
-) -> inspect.Signature:
-    """An env class's signature, made from the dataclass of its validated arguments (a family writes
-    its arguments once, as that dataclass's fields, and its env classes take ``*args, **kwargs`` into it).
+def check_finite_action(name: str, action: np.ndarray, accepted: str) -> None:
+    """Raise a one-line ``ValueError`` naming ``name`` and its non-finite entries, if a float ``action`` has any.
 
-    ``leading`` parameters (the vector env's ``num_envs``), then the dataclass's ``__init__`` fields
-    (keyword-only where the field is), then ``trailing`` ones (keyword-only: ``render_mode``, ...).
-    ``inspect.signature``, IDEs and ``examples/train.py``'s list of accepted arguments read it.
+    Why refuse rather than clip: ``np.clip`` (Gymnasium-Robotics' Fetch, highway-env) passes NaN
+    through, so a NaN action sends the state to NaN (Parking: the car is lost for the rest of the
+    episode) or makes MuJoCo reset the simulation mid-episode (Fetch: the arm jumps back to its start
+    pose), with no sign of either in the step's return. A non-finite action is always an upstream bug
+    (a diverged policy, a division by zero), best reported at the step that received it.
+    ``accepted`` says what the action holds (e.g. ``"4 numbers: dx, dy, dz, gripper, ..."``); integer
+    and bool actions are always finite, and a huge finite action passes (to be clipped, as before).
     """
-    params = list(leading)
-    for f in dataclasses.fields(settings):
-        if not f.init:
-            continue
-        kind = inspect.Parameter.KEYWORD_ONLY if f.kw_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
-        default = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
-        params.append(inspect.Parameter(f.name, kind, default=default, annotation=f.type))
-    return inspect.Signature([*params, *trailing])
+    if action.dtype.kind != "f":
+        return
+    finite = np.isfinite(action)
+    if finite.all():
+        return
+    bad = np.argwhere(~finite)
+    entries = ", ".join(
+        f"{name}[{', '.join(map(str, index.tolist()))}] = {float(action[tuple(index)])}"
+        for index in bad[:_SHOWN]
+    )
+    more = f" and {len(bad) - _SHOWN} more" if len(bad) > _SHOWN else ""
+    raise ValueError(
+        f"{name} must hold finite numbers ({accepted}), got {entries}{more}; nothing was stepped"
+    )
 
 
 class Task(ABC):
     """One family's task: settings, spaces, and functions over the state of ``n`` envs.
 
     ``state`` is whatever :meth:`new_state` makes (the task's own class); every array in it has a
-    leading axis of ``n`` envs. ``envs`` and ``skip`` are int index arrays into that axis.
-
-    ``single=True`` tells a function that the single env calls it: ``n == 1``, ``step`` gets one
-    env's action and ``reset`` its options (error messages speak of one env), and ``observe`` /
-    ``score`` answer for env 0 alone, as the single env returns it (batch shape ``()``: one env's
-    observation arrays, an info of scalars, a float reward and bool flags). The answer is the batch
-    answer's row 0: a task computes both with the same functions, on row 0 of its arrays or on all
-    of them (:func:`first_obs` and :func:`first_scored` take row 0 of a batch answer, for a task where
-    that costs nothing that matters).
+    leading axis of ``n`` envs. ``envs`` and ``skip`` are int index arrays into that axis. The single
+    env calls the same functions on a state of one env and returns row 0 of their answers
+    (:func:`first_obs`, :func:`first_scored`); the vector env returns them whole.
     """
 
     #: Info keys that only a step reports: an episode that has just started (``reset``, autoreset)
     #: leaves them out (Fetch, whose ``reset`` info is empty as Gymnasium-Robotics' is).
     step_only_info_keys: ClassVar[tuple[str, ...]] = ()
+    #: What one env's action holds, for the error on an action of the wrong shape or a non-finite one.
+    action_help: str = ""
 
     @property
     @abstractmethod
@@ -128,34 +123,39 @@ class Task(ABC):
         """Give ``envs`` the random streams a single env reset with ``seeds`` (int64 >= 0) draws from."""
 
     @abstractmethod
-    def reset(self, state: Any, envs: np.ndarray, options: dict[str, Any] | None, single: bool) -> None:
+    def reset(self, state: Any, envs: np.ndarray, options: dict[str, Any] | None) -> None:
         """Start new episodes in ``envs``, drawing from their own streams (``options``: ``reset``'s, or
         None on an autoreset)."""
 
+    def check_actions(self, actions: np.ndarray, name: str) -> None:
+        """Refuse (``ValueError`` naming ``name``) an action whose values the task cannot step; the
+        envs have checked its shape. Here: a float action with a NaN or infinite entry."""
+        check_finite_action(name, actions, self.action_help)
+
     @abstractmethod
-    def step(self, state: Any, actions: Any, skip: np.ndarray, single: bool) -> None:
+    def step(self, state: Any, actions: np.ndarray, skip: np.ndarray) -> None:
         """Advance every env but those of ``skip`` (their action is ignored) by one step.
 
-        Checks ``actions`` before anything moves: a refused action leaves the state as it was.
+        ``actions`` has shape ``(n, *action_space.shape)`` and has passed :meth:`check_actions`.
         """
 
     @abstractmethod
-    def observe(self, state: Any, single: bool) -> Obs:
-        """The batch observation: arrays with a leading ``n`` axis (none if ``single``), made anew by
-        each call (never views of the state: the caller keeps them)."""
+    def observe(self, state: Any) -> Obs:
+        """The batch observation: arrays with a leading ``n`` axis, made anew by each call (never views
+        of the state: the caller keeps them)."""
 
     @abstractmethod
-    def score(self, state: Any, obs: Obs, single: bool) -> Scored:
+    def score(self, state: Any, obs: Obs) -> Scored:
         """A step's ``(info, reward, terminated, truncated)`` for ``observe``'s ``obs``, each with a
-        leading ``n`` axis (scalars if ``single``).
+        leading ``n`` axis.
 
         Reward and flags are the task's ``compute_*`` on ``(obs, info)``, from shared intermediate
         results where that saves work (each through the same functions ``compute_*`` call).
         """
 
-    def reset_info(self, state: Any, obs: Obs, single: bool) -> dict[str, Any]:
+    def reset_info(self, state: Any, obs: Obs) -> dict[str, Any]:
         """The info of episodes that have just started: the step info without ``step_only_info_keys``."""
-        info = self.score(state, obs, single)[0]
+        info = self.score(state, obs)[0]
         for key in self.step_only_info_keys:
             info.pop(key, None)
         return info
@@ -173,6 +173,30 @@ class Task(ABC):
     compute_reward: Callable[..., np.ndarray]
     compute_terminated: Callable[..., np.ndarray]
     compute_truncated: Callable[..., np.ndarray]
+
+
+def as_actions(
+    task: Task, actions: Any, shape: tuple[int, ...] | None, num_envs: int | None = None
+) -> np.ndarray:
+    """``actions`` as the ``(n, *shape)`` array :meth:`Task.step` takes (``shape``: one env's action's),
+    checked by shape and by :meth:`Task.check_actions`: one env's action for the single env
+    (``num_envs`` None), ``num_envs`` of them for the vector env. A one-line ``ValueError`` otherwise,
+    before anything moves."""
+    a = actions if type(actions) is np.ndarray else np.asarray(actions)
+    shape = shape or ()
+    if num_envs is None:
+        if a.shape != shape:
+            raise ValueError(f"action must have shape {shape} ({task.action_help}), got shape {a.shape}")
+        task.check_actions(a, "action")
+        return a[None]
+    if a.shape != (num_envs, *shape):
+        trailing = "".join(f", {d}" for d in shape) if shape else ","
+        raise ValueError(
+            f"actions must have shape (num_envs{trailing}) = {(num_envs, *shape)} "
+            f"({task.action_help}, per env), got shape {a.shape}"
+        )
+    task.check_actions(a, "actions")
+    return a
 
 
 class TaskGoalFunctions:
@@ -215,12 +239,17 @@ def _scalar(value: np.ndarray) -> Any:
     return item
 
 
+def first_info(info: dict[str, Any]) -> dict[str, Any]:
+    """Row 0 of a batch info, as the single env reports it (see :func:`first_scored`)."""
+    return {key: _scalar(value) for key, value in info.items()}
+
+
 def first_scored(scored: Scored) -> tuple[dict[str, Any], float, bool, bool]:
     """Row 0 of :meth:`Task.score`'s batch answer, as the single env returns it: an info of scalars,
     a Python float reward (stable-baselines3's ``check_env`` rejects numpy scalars), bool flags."""
     info, reward, terminated, truncated = scored
     return (
-        {key: _scalar(value) for key, value in info.items()},
+        first_info(info),
         float(reward[0]),
         bool(terminated[0]),
         bool(truncated[0]),
@@ -258,19 +287,19 @@ class TaskEnv(TaskGoalFunctions, GoalEnv[Obs, Any]):
         elif not self._seeded:  # unseeded: a seed from the (entropy-seeded) np_random
             task.seed(state, self.np_random.integers(0, 2**63, size=1, dtype=np.int64), ONE)
         self._seeded = True
-        task.reset(state, ONE, options, True)
+        task.reset(state, ONE, options)
         self._started = True
-        obs = task.observe(state, True)
-        return obs, task.reset_info(state, obs, True)
+        obs = task.observe(state)
+        return first_obs(obs), first_info(task.reset_info(state, obs))
 
-    def step(self, action: Any) -> tuple[Obs, Any, bool, bool, dict[str, Any]]:
+    def step(self, action: Any) -> tuple[Obs, float, bool, bool, dict[str, Any]]:
         if not self._started:
             raise gym.error.ResetNeeded("call reset() before step()")
         task, state = self._task, self._state
-        task.step(state, action, NONE, True)
-        obs = task.observe(state, True)
-        info, reward, terminated, truncated = task.score(state, obs, True)
-        return obs, reward, terminated, truncated, info
+        task.step(state, as_actions(task, action, self.action_space.shape), NONE)
+        obs = task.observe(state)
+        info, reward, terminated, truncated = first_scored(task.score(state, obs))
+        return first_obs(obs), reward, terminated, truncated, info
 
     def render(self) -> Any:
         return self._task.render(self._state, 0, self.render_mode)

@@ -38,7 +38,6 @@ same way, with the task supplying ``step_env`` / ``reset_env``).
 
 from __future__ import annotations
 
-import inspect
 import threading
 from typing import Any
 
@@ -48,12 +47,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from goalenvs._util import check_bool, check_int, check_render_mode
-from goalenvs.task import Task, TaskGoalFunctions, keyword
+from goalenvs.task import Task, TaskGoalFunctions, as_actions
 
 __all__ = [
     "AUTORESET_MODES",
-    "NUM_ENVS",
-    "VECTOR_KEYWORDS",
     "ClosedVectorEnvError",
     "ConcurrentUseError",
     "NativeVectorEnv",
@@ -65,16 +62,6 @@ __all__ = [
 AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
 
 Obs = dict[str, np.ndarray]
-
-
-#: The parameters of a native vector env class's signature around its family's arguments (see
-#: goalenvs.task.settings_signature): ``num_envs`` first, these keywords last.
-NUM_ENVS = inspect.Parameter("num_envs", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=1, annotation="int")
-VECTOR_KEYWORDS = (
-    keyword("render_mode", None),
-    keyword("autoreset_mode", AutoresetMode.NEXT_STEP),
-    keyword("batched_final_obs", False),
-)
 
 
 class ClosedVectorEnvError(gym.error.ClosedEnvironmentError, RuntimeError):
@@ -167,7 +154,7 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
         """Claim the env for ``method`` (release with ``self._busy.release()``), or raise at once.
 
         A non-blocking lock rather than a waiting one: two threads stepping one env is a bug in the
-        caller (their episodes would interleave), so it is reported, not serialised. ~0.2 us a call.
+        caller (their episodes would interleave), so it is reported, not serialised.
         """
         if not self._busy.acquire(False):
             raise self._concurrent_use(method)
@@ -251,26 +238,26 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
         if seeds is not None:
             task.seed(state, seeds, self._all_envs)
             self._seeded = True
-        task.reset(state, self._all_envs, options, False)
+        task.reset(state, self._all_envs, options)
         self._autoreset[:] = False
         self._fresh[:] = True
-        obs = task.observe(state, False)
-        return obs, self._masked(task.score(state, obs, False)[0])
+        obs = task.observe(state)
+        return obs, self._masked(task.score(state, obs)[0])
 
     def _step(self, actions: Any) -> tuple[Obs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._seeded:
             raise gym.error.ResetNeeded("call reset() before step()")
         task, state = self._task, self._state
         restart = self._autoreset.nonzero()[0]
-        task.step(state, actions, restart, False)
+        task.step(state, as_actions(task, actions, self.single_action_space.shape, self.num_envs), restart)
         fresh = self._fresh
         if task.step_only_info_keys:  # _masked reads which envs are fresh only for those keys
             fresh[:] = False
         if restart.size:  # NEXT_STEP: the envs that ended last step start over and ignore their action
-            task.reset(state, restart, None, False)
+            task.reset(state, restart, None)
             fresh[restart] = True
-        obs = task.observe(state, False)
-        info, reward, terminated, truncated = task.score(state, obs, False)
+        obs = task.observe(state)
+        info, reward, terminated, truncated = task.score(state, obs)
         if restart.size:
             reward[restart], terminated[restart], truncated[restart] = 0, False, False
         done = terminated | truncated
@@ -281,11 +268,11 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
         if not ended.size:  # as in a SyncVectorEnv, the final_* keys come only with an ended episode
             return obs, reward, terminated, truncated, self._masked(info)
         final_obs, final_info = self._final_obs(obs, ended), self._final_info(info, done)
-        task.reset(state, ended, None, False)
+        task.reset(state, ended, None)
         fresh[ended] = True
-        obs = task.observe(state, False)
+        obs = task.observe(state)
         # An ended env reports its new episode's info, as in Gymnasium (the score of a fresh episode).
-        for key, value in task.score(state, obs, False)[0].items():
+        for key, value in task.score(state, obs)[0].items():
             info[key][ended] = value[ended]
         info = self._masked(info)
         info["final_obs"], info["_final_obs"] = final_obs, done
@@ -298,9 +285,8 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
         Gymnasium's layout: an object array of shape ``(num_envs,)`` holding env ``i``'s last
         observation (a dict of arrays of the single observation space's shapes) for each ``i`` of
         ``ended`` and None elsewhere. The ended rows are copied once, together, and each env's dict
-        holds views of its row: keeping one keeps only the ended rows alive, not the batch. About
-        1 us per ended env (its dict and arrays), which ``batched_final_obs=True`` saves by returning
-        ``obs`` itself (the env's own, as the task's ``observe`` makes it anew each call).
+        holds views of its row: keeping one keeps only the ended rows alive, not the batch. A dict and
+        its arrays per ended env, which ``batched_final_obs=True`` saves by returning ``obs`` itself (the env's own, as the task's ``observe`` makes it anew each call).
         """
         if self.batched_final_obs:
             return obs

@@ -36,7 +36,7 @@ class FetchResetInfo(StepDataCallback):
     def __call__(self, env, obs, info, action=None, **kwargs):  # type: ignore[no-untyped-def]
         step_data = super().__call__(env, obs=obs, info=info, action=action, **kwargs)
         if action is None and not info and "Fetch" in type(env.unwrapped).__name__:
-            from goalenvs.envs.fetch.task import fetch_success
+            from goalenvs.envs.fetch import fetch_success
 
             success = fetch_success(
                 obs["achieved_goal"], obs["desired_goal"], env.unwrapped.distance_threshold

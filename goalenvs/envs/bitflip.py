@@ -7,10 +7,9 @@ the batch of N; both call the same functions, so they cannot disagree.
 
 from __future__ import annotations
 
-import operator
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal, NoReturn, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -18,9 +17,8 @@ from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_bool, check_int
 from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
-from goalenvs.envs._checks import check_finite_action
-from goalenvs.task import Task, TaskEnv, keyword, settings_signature
-from goalenvs.vector import NUM_ENVS, VECTOR_KEYWORDS, NativeVectorEnv
+from goalenvs.task import Task, TaskEnv, check_finite_action
+from goalenvs.vector import NativeVectorEnv
 
 __all__ = ["OBS_TYPES", "BitFlipEnv", "BitFlipState", "BitFlipTask", "BitFlipVectorEnv"]
 
@@ -47,17 +45,6 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> _U64(31))
 
 
-_MASK64 = (1 << 64) - 1
-
-
-def _splitmix64_int(x: int) -> int:
-    """:func:`_splitmix64` on one Python int (the same function; numpy's per-call cost dominates for one env)."""
-    z = (x + 0x9E3779B97F4A7C15) & _MASK64
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return z ^ (z >> 31)
-
-
 def seed_keys(seeds: np.ndarray) -> np.ndarray:
     """Random-stream keys (uint64) for integer seeds >= 0, one per env."""
     return _splitmix64(np.asarray(seeds, dtype=np.int64).astype(_U64))
@@ -72,19 +59,11 @@ def random_bits(keys: np.ndarray, counters: np.ndarray, n_bits: int) -> np.ndarr
     Word ``w`` of a draw is SplitMix64's ``w``-th output from the start point ``key ^ counter * odd``.
     """
     n_words = -(-n_bits // 64)
-    if len(keys) == 1:  # one env: the same words from Python ints: cheaper than nine tiny ufunc calls
-        start = int(keys[0]) ^ ((int(counters[0]) * 0xBF58476D1CE4E5B9) & _MASK64)
-        words = b"".join(
-            _splitmix64_int((start + w * 0x9E3779B97F4A7C15) & _MASK64).to_bytes(8, "little")
-            for w in range(n_words)
-        )
-        as_bytes = np.frombuffer(words, np.uint8)[None]
-    else:
-        start = (keys ^ (counters * _MIX1))[:, None]
-        words_u64 = _splitmix64(start if n_words == 1 else start + np.arange(n_words, dtype=_U64) * _GOLDEN)
-        if sys.byteorder != "little":  # fix the byte order so a seed gives the same bits on every platform
-            words_u64 = words_u64.byteswap()
-        as_bytes = words_u64.view(np.uint8)
+    start = (keys ^ (counters * _MIX1))[:, None]
+    words_u64 = _splitmix64(start if n_words == 1 else start + np.arange(n_words, dtype=_U64) * _GOLDEN)
+    if sys.byteorder != "little":  # fix the byte order so a seed gives the same bits on every platform
+        words_u64 = words_u64.byteswap()
+    as_bytes = words_u64.view(np.uint8)
     return np.unpackbits(as_bytes, axis=1, count=n_bits, bitorder="little")
 
 
@@ -93,8 +72,7 @@ def rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
     Equal raw bytes <=> equal values when the dtypes match and are integers or bools (not floats:
     NaN's bytes equal NaN's, -0.0's differ from 0.0's), and comparing each row's bytes as one
-    value beats an ``all`` reduction over a short last axis: 10x for one row (every single-env step),
-    2x for a batch.
+    value is cheaper than an ``all`` reduction over a short last axis.
     """
     if a.dtype == b.dtype and a.dtype.kind in "biu" and a.flags.c_contiguous and b.flags.c_contiguous:
         if a.ndim == 1:
@@ -107,6 +85,13 @@ def rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a == b).all(axis=-1)
 
 
+def _refuse_discrete(actions: np.ndarray, name: str, accepted: str) -> NoReturn:
+    """The one-line error for a discrete ``action`` (one env's) or ``actions`` (a batch) refused."""
+    if name == "action":
+        raise ValueError(f"a discrete action must be {accepted}, got {actions.item()}")
+    raise ValueError(f"discrete actions must be {accepted}, got {actions!r}")
+
+
 class BitFlipState:
     """The state of ``n`` BitFlip envs: bits and goals ``(n, n_bits)`` uint8 0/1, each env's random
     stream (a key and a counter, see :func:`random_bits`) and its step count."""
@@ -117,21 +102,6 @@ class BitFlipState:
         self.keys = np.zeros(n, _U64)
         self.counters = np.zeros(n, _U64)
         self.steps = np.zeros(n, np.int64)
-        self._views()
-
-    def _views(self) -> None:
-        # Env 0's rows as views, for the single env's step (a view per call would cost more than the
-        # rest of its bookkeeping), and its step count through a memoryview: ``steps0[0] += 1`` is a
-        # Python int operation on the array's memory, 2x cheaper than numpy's ``steps[0] += 1``.
-        self.bits0, self.goal0 = self.bits[0], self.goal[0]
-        self.steps0 = memoryview(self.steps.data)
-
-    def __getstate__(self) -> dict[str, Any]:  # a memoryview does not pickle, and views pickle as copies
-        return {key: value for key, value in self.__dict__.items() if key not in ("bits0", "goal0", "steps0")}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._views()
 
 
 @dataclass(frozen=True)
@@ -185,6 +155,8 @@ class BitFlipTask(Task):
         else:
             goal_shape = (1, IMAGE_SIDE, IMAGE_SIDE) if self.channel_first else (IMAGE_SIDE, IMAGE_SIDE, 1)
         object.__setattr__(self, "goal_shape", goal_shape)
+        help_ = "a bit flips where its number is > 0" if self.continuous else "the index of the bit to flip"
+        object.__setattr__(self, "action_help", help_)
 
     # ----------------------------------------------------------------------------------- spaces
 
@@ -235,41 +207,27 @@ class BitFlipTask(Task):
         return state, goal, counters
 
     # ------------------------------------------------------------------------------ dynamics
-    def flip(self, state: np.ndarray, actions: Any) -> None:
-        """Apply actions to ``state`` in place: one env (``state`` of shape (n_bits,)) or a batch (B, n_bits).
+    def check_actions(self, actions: np.ndarray, name: str) -> None:
+        """Discrete: integers in ``[0, n_bits)``; continuous: finite numbers (NaN > 0 is False: a NaN
+        action would silently flip nothing)."""
+        if self.continuous:
+            check_finite_action(name, actions, self.action_help)
+            return
+        if actions.dtype.kind not in "iu":
+            _refuse_discrete(actions, name, "one integer" if name == "action" else "integers")
+        # One pass for both bounds: a negative index wraps to a huge unsigned value.
+        if (actions.astype(np.uint64, copy=False) >= self.n_bits).any():
+            _refuse_discrete(actions, name, f"in [0, {self.n_bits})")
+
+    def flip(self, state: np.ndarray, actions: np.ndarray) -> None:
+        """Apply checked actions to ``state`` (B, n_bits) in place.
 
         Discrete: one integer per env, the index of the bit to flip. Continuous: ``n_bits`` floats per
         env; every bit whose component is > 0 flips.
         """
         if self.continuous:
-            actions = np.asarray(actions)
-            if actions.shape != state.shape:
-                raise ValueError(f"continuous actions must have shape {state.shape}, got {actions.shape}")
-            # NaN > 0 is False: a NaN action would silently flip nothing.
-            check_finite_action(
-                "action" if state.ndim == 1 else "actions", actions, "a bit flips where its number is > 0"
-            )
             state ^= actions > 0
             return
-        if state.ndim == 1:  # the single env's hot path: plain Python int, no array temporaries
-            try:
-                index = (
-                    operator.index(actions)
-                    if not isinstance(actions, np.ndarray)
-                    else operator.index(actions.item())
-                )
-            except (TypeError, ValueError):
-                raise ValueError(f"a discrete action must be one integer, got {actions!r}") from None
-            if not 0 <= index < self.n_bits:
-                raise ValueError(f"a discrete action must be in [0, {self.n_bits}), got {index}")
-            state[index] ^= 1
-            return
-        actions = np.asarray(actions).reshape(-1)
-        if actions.shape != (len(state),) or not np.issubdtype(actions.dtype, np.integer):
-            raise ValueError(f"discrete actions must be {len(state)} integer(s), got {actions!r}")
-        # One pass for both bounds: a negative index wraps to a huge unsigned value.
-        if (actions.astype(np.uint64, copy=False) >= self.n_bits).any():
-            raise ValueError(f"discrete actions must be in [0, {self.n_bits}), got {actions!r}")
         flat = state.reshape(-1)  # state is C-contiguous: bit j of env i is element i * n_bits + j
         flat[actions + self._row_starts(len(state))] ^= 1
 
@@ -351,13 +309,7 @@ class BitFlipTask(Task):
 
     @staticmethod
     def reward_of(success: Any) -> Any:
-        """The reward of a success flag: 0 on success, -1 otherwise.
-
-        float32 (scalar or array) for numpy bools and bool arrays; a Python float for a Python bool,
-        which is what the single env's ``step`` passes (a numpy round trip would be a visible share of a step).
-        """
-        if success is True or success is False:
-            return 0.0 if success else -1.0
+        """The reward of success flags: 0 on success, -1 otherwise (float32, scalar or array)."""
         # np.float32(x) casts a bool scalar or array alike, and is cheaper than .astype on a scalar.
         return np.float32(success) + _MINUS_ONE
 
@@ -401,25 +353,16 @@ class BitFlipTask(Task):
         state.keys[envs] = seed_keys(seeds)
         state.counters[envs] = 0
 
-    def reset(
-        self, state: BitFlipState, envs: np.ndarray, options: dict[str, Any] | None, single: bool
-    ) -> None:
-        if options and not single:
-            raise ValueError(f"BitFlipVectorEnv.reset takes no options, got {sorted(options)}")
-        if single:  # the whole (one-env) state: new arrays in place of the old (cheaper than copying in)
-            state.bits, state.goal, state.counters = self.sample_start(state.keys, state.counters)
-            state.bits0, state.goal0 = state.bits[0], state.goal[0]
-            state.steps0[0] = 0
-            if options:
-                self._apply_options(state, options)
-            return
+    def reset(self, state: BitFlipState, envs: np.ndarray, options: dict[str, Any] | None) -> None:
         state.bits[envs], state.goal[envs], state.counters[envs] = self.sample_start(
             state.keys[envs], state.counters[envs]
         )
         state.steps[envs] = 0
+        if options:
+            self._apply_options(state, envs, options)
 
-    def _apply_options(self, state: BitFlipState, options: dict[str, Any]) -> None:
-        """The single env's ``reset(options={"state": bits, "goal": bits})``: either or both set."""
+    def _apply_options(self, state: BitFlipState, envs: np.ndarray, options: dict[str, Any]) -> None:
+        """``reset(options={"state": bits, "goal": bits})``: either or both set, for every env reset."""
         unknown = set(options) - {"state", "goal"}
         if unknown:
             raise ValueError(
@@ -432,13 +375,9 @@ class BitFlipTask(Task):
                     raise ValueError(
                         f"options[{key!r}] must be {self.n_bits} bits (0/1), got {options[key]!r}"
                     )
-                target[0] = bits
+                target[envs] = bits
 
-    def step(self, state: BitFlipState, actions: Any, skip: np.ndarray, single: bool) -> None:
-        if single:  # one env's action, on its row (flip's one-env path: no array temporaries)
-            self.flip(state.bits0, actions)
-            state.steps0[0] += 1
-            return
+    def step(self, state: BitFlipState, actions: np.ndarray, skip: np.ndarray) -> None:
         if skip.size:  # flip every row (fixed shapes), then put back the rows that restart instead
             before = state.bits[skip].copy()
             self.flip(state.bits, actions)
@@ -447,23 +386,13 @@ class BitFlipTask(Task):
             self.flip(state.bits, actions)
         state.steps += 1
 
-    def observe(self, state: BitFlipState, single: bool) -> dict[str, np.ndarray]:
-        if single:  # env 0's rows: its observation, at the cost of one env's
-            return self.observe_bits(state.bits0, state.goal0)
+    def observe(self, state: BitFlipState) -> dict[str, np.ndarray]:
         return self.observe_bits(state.bits, state.goal)
 
-    def score(self, state: BitFlipState, obs: dict[str, np.ndarray], single: bool) -> Any:
+    def score(self, state: BitFlipState, obs: dict[str, np.ndarray]) -> Any:
         # compute_terminated is is_success; the reward and the time limit follow from it and from the
         # step counts through the functions compute_reward / compute_truncated use.
         success = self.is_success(obs["achieved_goal"], obs["desired_goal"])
-        if single:  # Python scalars: reward_of and truncated_at answer a Python bool and int cheaply
-            done, elapsed = bool(success), state.steps0[0]
-            return (
-                {"elapsed_steps": elapsed, "is_success": done},
-                self.reward_of(done),
-                done,
-                self.truncated_at(elapsed),
-            )
         steps = state.steps.copy()
         info = {"elapsed_steps": steps, "is_success": success}
         return info, self.reward_of(success), success.copy(), self.truncated_at(steps)
@@ -510,7 +439,7 @@ _ENV_DOC = """
     The goal is uniform over all bit strings (``random_goal=True``) or all ones
     (``random_goal=False``, stable-baselines3's task). The start state is uniform over the strings
     that differ from the goal. ``reset(options={"state": bits, "goal": bits})`` (0/1 arrays of
-    length ``n_bits``) sets either or both instead.
+    length ``n_bits``) sets either or both instead (in a vector env, for every env).
 
     ## Episode End
     Terminated when all bits match the goal (``compute_terminated``). Truncated when
@@ -564,11 +493,19 @@ class BitFlipEnv(TaskEnv):
         """The task: the validated arguments and the functions this env is built from."""
         return self._task
 
-    __signature__ = settings_signature(BitFlipTask, trailing=(keyword("render_mode", None),))
-
-    def __init__(self, *args: Any, render_mode: str | None = None, **kwargs: Any) -> None:
-        """``args``, ``kwargs``: the fields of :class:`BitFlipTask` (``n_bits``, ``continuous``, ...)."""
-        self._init_task(BitFlipTask(*args, **kwargs), render_mode)
+    def __init__(
+        self,
+        n_bits: int = 10,
+        continuous: bool = False,
+        max_steps: int | None = None,
+        obs_type: ObsType = "bits",
+        channel_first: bool = True,
+        random_goal: bool = True,
+        *,
+        render_mode: str | None = None,
+    ) -> None:
+        task = BitFlipTask(n_bits, continuous, max_steps, obs_type, channel_first, random_goal)
+        self._init_task(task, render_mode)
 
 
 class BitFlipVectorEnv(NativeVectorEnv):
@@ -586,8 +523,7 @@ class BitFlipVectorEnv(NativeVectorEnv):
       elsewhere) and ``info["final_info"]`` their last infos (a dict of arrays with its own masks).
     * ``batched_final_obs`` (opt-in, ``SAME_STEP`` only): ``info["final_obs"]`` is one dict of
       ``(num_envs, ...)`` arrays instead, rows valid where ``info["_final_obs"]`` (no Python object
-      per ended env: ~1 us each, as much as the rest of a 1024-env step costs when ~12% of episodes
-      end in it).
+      per ended env).
     * ``compute_reward`` / ``compute_terminated`` / ``compute_truncated`` are the single env's.
     * ``render()`` returns a tuple of ``num_envs`` frames (``rgb_array``) or text lines (``ansi``).
 """
@@ -605,18 +541,20 @@ class BitFlipVectorEnv(NativeVectorEnv):
         """The task: the validated arguments and the functions this env is built from."""
         return self._task
 
-    __signature__ = settings_signature(BitFlipTask, (NUM_ENVS,), VECTOR_KEYWORDS)
-
     def __init__(
         self,
         num_envs: int = 1,
-        *args: Any,
+        n_bits: int = 10,
+        continuous: bool = False,
+        max_steps: int | None = None,
+        obs_type: ObsType = "bits",
+        channel_first: bool = True,
+        random_goal: bool = True,
+        *,
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         batched_final_obs: bool = False,
-        **kwargs: Any,
     ) -> None:
-        """``args``, ``kwargs``: the fields of :class:`BitFlipTask` (``n_bits``, ``continuous``, ...)."""
         check_int("num_envs", num_envs, 1)
-        task = BitFlipTask(*args, **kwargs)
+        task = BitFlipTask(n_bits, continuous, max_steps, obs_type, channel_first, random_goal)
         self._init_vector(task, num_envs, render_mode, autoreset_mode, batched_final_obs)

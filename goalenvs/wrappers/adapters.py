@@ -49,7 +49,7 @@ def _fixed_shape(space: gym.Space, what: str) -> tuple[int, ...]:
     return space.shape
 
 
-class _VectorizeLogic(_GoalFunctions):
+class VectorizeLogic(_GoalFunctions):
     """Call the wrapped env's one-at-a-time goal functions row by row over any batch shape."""
 
     def _init_vectorize(self, space: spaces.Dict) -> None:
@@ -84,7 +84,7 @@ class _VectorizeLogic(_GoalFunctions):
         return np.stack(values).reshape(batch)
 
 
-class VectorizedComputeReward(_VectorizeLogic, GoalWrapper):
+class VectorizedComputeReward(VectorizeLogic, GoalWrapper):
     """Make a one-at-a-time ``compute_reward`` (and ``compute_terminated`` / ``compute_truncated``) take batches.
 
     HER calls ``compute_reward`` on a batch of stored transitions; a third-party env whose function

@@ -254,7 +254,7 @@ def _normalised_box(space: _NumericSpace, mean: np.ndarray, std: np.ndarray, dty
     return spaces.Box(((low - mean) / std).astype(dtype), ((high - mean) / std).astype(dtype), shape, dtype)
 
 
-class _NormalizeLogic:
+class NormalizeLogic:
     stats: GoalStats
 
     def _setup(self, space: spaces.Dict) -> spaces.Dict:
@@ -301,7 +301,7 @@ class _NormalizeLogic:
         return raw.astype(self._inner_goal_space.dtype)
 
 
-class NormalizeGoalObservation(_NormalizeLogic, GoalWrapper):
+class NormalizeGoalObservation(NormalizeLogic, GoalWrapper):
     """Normalise goals (and the observation) with frozen statistics; ``compute_reward`` de-normalises.
 
     ``achieved_goal`` and ``desired_goal`` (and ``observation`` unless the stats leave it out) become
@@ -318,11 +318,11 @@ class NormalizeGoalObservation(_NormalizeLogic, GoalWrapper):
 
     def __init__(self, env: gym.Env, stats: GoalStats | str = "bounds") -> None:
         gym.utils.RecordConstructorArgs.__init__(self, stats=stats)
-        self.stats = _check_stats(stats, single_env_space(env))
+        self.stats = check_stats(stats, single_env_space(env))
         super().__init__(env)
 
 
-def _check_stats(stats: Any, space: gym.Space) -> GoalStats:
+def check_stats(stats: Any, space: gym.Space) -> GoalStats:
     if isinstance(stats, str):
         if stats != "bounds":
             raise ValueError(f"stats must be a GoalStats or 'bounds', got {stats!r}")
@@ -358,7 +358,7 @@ def _episode_limit(env: Any) -> int | None:
     return None
 
 
-class _TimeLogic:
+class TimeLogic:
     max_steps: int
 
     def _init_time(self, env: Any, max_steps: int | None) -> None:
@@ -404,7 +404,7 @@ class _TimeLogic:
         return out
 
 
-class TimeFeature(_TimeLogic, GoalWrapper):
+class TimeFeature(TimeLogic, GoalWrapper):
     """Append the remaining time ``1 - t / max_steps`` to ``observation``, leaving the goals alone.
 
     What sb3-contrib's ``TimeFeatureWrapper`` does for the RL Zoo's Fetch runs, made goal-aware:
@@ -496,7 +496,7 @@ class _Flattener:
         return flat.astype(self.space.dtype, copy=False)
 
 
-class _FlattenLogic:
+class FlattenLogic:
     def _setup(self, space: spaces.Dict) -> spaces.Dict:
         # The flat vector's order: observation, achieved_goal, desired_goal, then any other keys sorted.
         self.keys: tuple[str, ...] = GOAL_KEYS + tuple(sorted(k for k in space.spaces if k not in GOAL_KEYS))
@@ -541,7 +541,7 @@ class _FlattenLogic:
         return out
 
 
-class FlattenGoalObservation(_FlattenLogic, GoalWrapper):
+class FlattenGoalObservation(FlattenLogic, GoalWrapper):
     """A flat view of a goal env that HER can still relabel.
 
     Each entry of the Dict becomes a 1-d Box (images and other arrays are raveled, ``Discrete`` is

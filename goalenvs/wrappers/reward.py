@@ -70,7 +70,7 @@ def _threshold(value: Any, name: str = "threshold") -> float:
     return check_real(name, value, 0.0)
 
 
-class _SparseLogic:
+class SparseLogic:
     """``-1`` where the goals are farther apart than ``threshold``, else ``0`` (float32)."""
 
     recompute_reward = True
@@ -87,7 +87,7 @@ class _SparseLogic:
         return np.float32(0) - far.astype(np.float32)  # 0 - x, not -x: no -0.0 rewards
 
 
-class _DenseLogic:
+class DenseLogic:
     """``-distance(achieved_goal, desired_goal)`` (float32)."""
 
     recompute_reward = True
@@ -101,7 +101,7 @@ class _DenseLogic:
         return -np.asarray(self.distance(achieved_goal, desired_goal), dtype=np.float32)
 
 
-class _SuccessLogic:
+class SuccessLogic:
     """Sets ``info["is_success"]`` where the env leaves it out."""
 
     threshold: float | None
@@ -123,7 +123,7 @@ class _SuccessLogic:
         return np.asarray(self.distance(achieved_goal, desired_goal)) <= self.threshold
 
 
-class SparseReward(_SparseLogic, GoalWrapper):
+class SparseReward(SparseLogic, GoalWrapper):
     """Sparse goal reward: 0 when the achieved goal is within ``threshold`` of the desired goal, else -1.
 
     ``compute_reward`` and ``step`` both give it (float32), so relabelling stays right. Goals,
@@ -143,7 +143,7 @@ class SparseReward(_SparseLogic, GoalWrapper):
         super().__init__(env)
 
 
-class DenseReward(_DenseLogic, GoalWrapper):
+class DenseReward(DenseLogic, GoalWrapper):
     """Dense goal reward: minus the distance between the achieved and the desired goal (float32).
 
     Args:
@@ -158,7 +158,7 @@ class DenseReward(_DenseLogic, GoalWrapper):
         super().__init__(env)
 
 
-class SuccessInfo(_SuccessLogic, GoalWrapper):
+class SuccessInfo(SuccessLogic, GoalWrapper):
     """Fill ``info["is_success"]`` (bool) after every step where the env leaves it out.
 
     SB3 and most HER tooling report their success rate from ``info["is_success"]``. An existing

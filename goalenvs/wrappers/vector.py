@@ -15,15 +15,15 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 
 from goalenvs._util import object_array
 from goalenvs.wrappers._base import VectorGoalWrapper, vector_env_space
-from goalenvs.wrappers.adapters import _VectorizeLogic
+from goalenvs.wrappers.adapters import VectorizeLogic
 from goalenvs.wrappers.observation import (
+    FlattenLogic,
     GoalStats,
-    _check_stats,
-    _FlattenLogic,
-    _NormalizeLogic,
-    _TimeLogic,
+    NormalizeLogic,
+    TimeLogic,
+    check_stats,
 )
-from goalenvs.wrappers.reward import Distance, _DenseLogic, _SparseLogic, _SuccessLogic
+from goalenvs.wrappers.reward import DenseLogic, Distance, SparseLogic, SuccessLogic
 
 __all__ = [
     "DenseReward",
@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 
-class SparseReward(_SparseLogic, VectorGoalWrapper):
+class SparseReward(SparseLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.SparseReward` for a vector env."""
 
     def __init__(self, env: VectorEnv, threshold: float, distance: Distance | None = None) -> None:
@@ -44,7 +44,7 @@ class SparseReward(_SparseLogic, VectorGoalWrapper):
         super().__init__(env)
 
 
-class DenseReward(_DenseLogic, VectorGoalWrapper):
+class DenseReward(DenseLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.DenseReward` for a vector env."""
 
     def __init__(self, env: VectorEnv, distance: Distance | None = None) -> None:
@@ -52,7 +52,7 @@ class DenseReward(_DenseLogic, VectorGoalWrapper):
         super().__init__(env)
 
 
-class SuccessInfo(_SuccessLogic, VectorGoalWrapper):
+class SuccessInfo(SuccessLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.SuccessInfo` for a vector env: ``info["is_success"]`` and its ``"_is_success"`` mask.
 
     Rows that a ``NEXT_STEP`` autoreset only reset are not successes. With ``SAME_STEP`` the ended
@@ -95,15 +95,15 @@ class SuccessInfo(_SuccessLogic, VectorGoalWrapper):
         return info
 
 
-class NormalizeGoalObservation(_NormalizeLogic, VectorGoalWrapper):
+class NormalizeGoalObservation(NormalizeLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.NormalizeGoalObservation` for a vector env (the same frozen statistics)."""
 
     def __init__(self, env: VectorEnv, stats: GoalStats | str = "bounds") -> None:
-        self.stats = _check_stats(stats, vector_env_space(env))
+        self.stats = check_stats(stats, vector_env_space(env))
         super().__init__(env)
 
 
-class TimeFeature(_TimeLogic, VectorGoalWrapper):
+class TimeFeature(TimeLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.TimeFeature` for a vector env: one step counter per sub-env."""
 
     def __init__(self, env: VectorEnv, max_steps: int | None = None) -> None:
@@ -144,11 +144,11 @@ class TimeFeature(_TimeLogic, VectorGoalWrapper):
         return self._with_time(obs, self._t), rewards, terminated, truncated, info
 
 
-class FlattenGoalObservation(_FlattenLogic, VectorGoalWrapper):
+class FlattenGoalObservation(FlattenLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.FlattenGoalObservation` for a vector env."""
 
 
-class VectorizedComputeReward(_VectorizeLogic, VectorGoalWrapper):
+class VectorizedComputeReward(VectorizeLogic, VectorGoalWrapper):
     """:class:`goalenvs.wrappers.VectorizedComputeReward` for a vector env (e.g. a SyncVectorEnv of third-party envs)."""
 
     def __init__(self, env: VectorEnv) -> None:

@@ -353,7 +353,7 @@ BAD_GOALS = [np.nan, np.inf, -np.inf]
 @needs_fetch
 @pytest.mark.parametrize("reward_type", ["sparse", "dense"])
 def test_fetch_nan_and_inf_goals_are_never_a_success(reward_type: str) -> None:
-    from goalenvs.envs.fetch.task import fetch_success
+    from goalenvs.envs.fetch import fetch_success
 
     env = _fetch_single(reward_type=reward_type)
     zero = np.zeros(3)

@@ -392,7 +392,7 @@ def test_compute_truncated_without_elapsed_steps_is_false_and_warns_once(monkeyp
 
 
 def test_mat2euler_matches_scalar_path_and_roundtrips() -> None:
-    from goalenvs.envs.fetch.task import _euler_from_xmat
+    from goalenvs.envs.fetch.goals import euler_from_xmat
 
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -401,7 +401,7 @@ def test_mat2euler_matches_scalar_path_and_roundtrips() -> None:
         mat = np.zeros(9)
         mujoco.mju_quat2Mat(mat, quat)
         e = mat2euler(mat.reshape(3, 3))
-        np.testing.assert_allclose(_euler_from_xmat(mat.tolist()), e, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(euler_from_xmat(mat.tolist()), e, rtol=0, atol=1e-12)
         # The angles rebuild the rotation as R = Rx(e0) @ Ry(e1) @ Rz(e2).
         ax, ay, az = e
         rx = np.array([[1, 0, 0], [0, np.cos(ax), -np.sin(ax)], [0, np.sin(ax), np.cos(ax)]])

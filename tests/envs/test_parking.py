@@ -12,14 +12,9 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import goalenvs.core
-from goalenvs.envs.parking import (
-    OBS_SCALES,
-    SPOT_CENTRE,
-    SPOT_HEADING,
-    ParkingEnv,
-    ParkingVectorEnv,
-    box_collision,
-)
+from goalenvs.envs.parking import ParkingEnv, ParkingVectorEnv
+from goalenvs.envs.parking.collision import box_collision
+from goalenvs.envs.parking.lot import OBS_SCALES, SPOT_CENTRE, SPOT_HEADING
 
 
 def test_collision_term_travels_in_info_for_relabelling():
@@ -362,3 +357,45 @@ def test_human_render_mode_listed_only_with_pygame():
         env.reset(seed=0)
         env.step(np.zeros(2, np.float32))
         env.close()
+
+
+def test_the_envs_spell_out_every_setting_with_the_config_defaults():
+    import inspect
+
+    from goalenvs.envs.parking import ParkingConfig
+
+    config = inspect.signature(ParkingConfig).parameters
+    for cls in (ParkingEnv, ParkingVectorEnv):
+        params = inspect.signature(cls).parameters
+        for name, param in config.items():
+            assert params[name].kind is inspect.Parameter.KEYWORD_ONLY, (cls, name)
+            assert params[name].default == param.default, (cls, name)
+
+
+def test_the_walls_only_broad_phase_keeps_a_superset_and_changes_no_bit():
+    import copy
+
+    from goalenvs.envs.parking import ParkingConfig
+    from goalenvs.envs.parking.lot import MAX_SPEED
+    from goalenvs.envs.parking.sim import ParkingBatch
+
+    rng = np.random.default_rng(3)
+    n = 500
+    batch = ParkingBatch(ParkingConfig(), n)
+    batch.reset([np.random.default_rng(s) for s in range(n)])
+    batch.x[:], batch.y[:] = rng.uniform(-40, 40, n), rng.uniform(-25, 25, n)
+    batch.heading[:], batch.speed[:] = rng.uniform(-4, 4, n), rng.uniform(-MAX_SPEED, MAX_SPEED, n)
+    assert batch._walls_only
+    reach = batch._reach_slope * np.abs(batch.speed) + batch._reach_base
+    walls, general = batch._near_walls(reach), batch._near_obstacles(reach)
+    assert np.all(walls >= general) and general.any() and not walls.all()
+    # Simulated with either broad phase, every lot ends in the same state, crashes and pushes included.
+    other = copy.deepcopy(batch)
+    other._walls_only = False
+    for _ in range(20):
+        action = rng.uniform(-1.5, 1.5, (n, 2)).astype(rng.choice([np.float32, np.float64]))
+        batch.simulate(action)
+        other.simulate(action)
+        for name in ("_ego", "crashed", "impact", "has_impact", "time"):
+            assert getattr(batch, name).tobytes() == getattr(other, name).tobytes(), name
+    assert batch.crashed.any()

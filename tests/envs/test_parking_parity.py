@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import goalenvs.core
-from goalenvs.envs.parking import SPOT_CENTRE, ParkingEnv, box_collision
+from goalenvs.envs.parking import ParkingEnv
+from goalenvs.envs.parking.collision import box_collision
+from goalenvs.envs.parking.lot import SPOT_CENTRE
 
 HIGHWAY = importlib.util.find_spec("highway_env") is not None
 needs_highway = pytest.mark.skipif(not HIGHWAY, reason="highway-env (the reference) is not installed")

@@ -1,9 +1,10 @@
 """Fetch Reach / Push / Slide / PickAndPlace on MuJoCo, step-for-step faithful to Gymnasium-Robotics v4.
 
 * :mod:`~goalenvs.envs.fetch.assets`: MuJoCo (with an OpenGL backend for rendering) and the MJCF files;
-* :mod:`~goalenvs.envs.fetch.task`: the task table, the settings (``FetchSettings``), the pure goal functions;
+* :mod:`~goalenvs.envs.fetch.settings`: the four tasks' defaults (``TASKS``) and the validated settings;
+* :mod:`~goalenvs.envs.fetch.goals`: the pure goal functions (distance, reward, success);
 * :mod:`~goalenvs.envs.fetch.sim`: the model, its indices and the per-env operations on an ``MjData``;
-* :mod:`~goalenvs.envs.fetch.env`: :class:`FetchEnvTask`, the task over N ``MjData`` stepped in threads,
+* :mod:`~goalenvs.envs.fetch.env`: :class:`FetchTask`, the task over N ``MjData`` stepped in threads,
   and :class:`FetchEnv`, its batch of one;
 * :mod:`~goalenvs.envs.fetch.vector`: :class:`FetchVectorEnv`, its batch of N.
 """
@@ -11,22 +12,17 @@
 # First: it chooses MuJoCo's OpenGL backend (EGL without a display) before anything imports mujoco.
 from goalenvs.envs.fetch.assets import fetch_assets_dir  # isort: skip
 
-from goalenvs.envs.fetch.env import FetchEnv
-from goalenvs.envs.fetch.task import (
-    REWARD_TYPES,
-    TASKS,
-    FetchTask,
-    fetch_reward,
-    fetch_success,
-    goal_distance,
-    mat2euler,
-)
+from goalenvs.envs.fetch.env import FetchEnv, FetchTask
+from goalenvs.envs.fetch.goals import fetch_reward, fetch_success, goal_distance, mat2euler
+from goalenvs.envs.fetch.settings import REWARD_TYPES, TASKS, FetchDefaults, FetchSettings
 from goalenvs.envs.fetch.vector import FetchVectorEnv
 
 __all__ = [
     "REWARD_TYPES",
     "TASKS",
+    "FetchDefaults",
     "FetchEnv",
+    "FetchSettings",
     "FetchTask",
     "FetchVectorEnv",
     "fetch_assets_dir",

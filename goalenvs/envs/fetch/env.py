@@ -1,12 +1,13 @@
-"""The Fetch task and its single env, step-for-step faithful to Gymnasium-Robotics v4.
+"""The Fetch task over N envs and its single env, step-for-step faithful to Gymnasium-Robotics v4.
 
-:class:`FetchEnvTask` is the family's task (see :mod:`goalenvs.task`): N envs as N ``MjData`` of one
-model (:class:`FetchState`), whose physics steps in a pool of threads, each a contiguous chunk of
-envs through all their substeps (``mj_step`` releases the GIL). :class:`FetchEnv` is its batch of one
-and :class:`~goalenvs.envs.fetch.vector.FetchVectorEnv` its batch of N, so env ``i`` of a vector env
+:class:`FetchTask` is the family's :class:`~goalenvs.task.Task`: N envs as N ``MjData`` of one model
+(:class:`FetchState`), whose physics steps in a pool of threads, each a contiguous chunk of envs
+through all their substeps (``mj_step`` releases the GIL). :class:`FetchEnv` is its batch of one and
+:class:`~goalenvs.envs.fetch.vector.FetchVectorEnv` its batch of N, so env ``i`` of a vector env
 seeded ``s`` is the single env seeded ``s + i``, bit for bit, whatever the number of threads. One
-class runs all four tasks; the task and every knob of Gymnasium-Robotics' Fetch family (reward
-type, thresholds, ranges, gripper height, ...) are the fields of one dataclass, ``FetchSettings``.
+class runs all four tasks: ``task=`` picks one, and every knob of Gymnasium-Robotics' Fetch family
+(reward type, thresholds, ranges, gripper height, ...) is a keyword argument, validated by
+``FetchSettings``.
 
 Why our own implementation: Gymnasium-Robotics 1.4.2 crashes on MuJoCo >= 3.12 (its
 ``set_joint_qpos`` compares a MuJoCo enum with a numpy integer), and on older MuJoCo it spends a
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -27,25 +29,14 @@ import numpy as np
 from gymnasium import spaces
 
 from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
-from goalenvs.envs._checks import check_finite_action
 from goalenvs.envs.fetch.assets import make_renderer
+from goalenvs.envs.fetch.goals import distance_reward, distance_success, fetch_reward, goal_distance
+from goalenvs.envs.fetch.settings import DEFAULT_SIZE, POS_ACTION_SCALE, FetchSettings
 from goalenvs.envs.fetch.sim import FetchSim, FetchViews
-from goalenvs.envs.fetch.task import (
-    POS_ACTION_SCALE,
-    REWARD_TYPES,
-    SETTINGS,
-    TASKS,
-    FetchSettings,
-    FetchTask,
-    fetch_reward,
-    fetch_success,
-)
-from goalenvs.task import Task, TaskEnv, keyword, seed_generators, settings_signature
+from goalenvs.task import Task, TaskEnv, seed_generators
 from goalenvs.vector import ConcurrentUseError
 
-__all__ = ["ENV_DOC", "FetchAttributes", "FetchEnv", "FetchEnvTask", "FetchState", "fetch_spaces"]
-
-_ACTION = "4 numbers: dx, dy, dz, gripper, clipped to [-1, 1]"
+__all__ = ["ENV_DOC", "FetchAttributes", "FetchEnv", "FetchState", "FetchTask", "fetch_spaces"]
 
 #: The description of the Fetch envs shared by FetchEnv's and FetchVectorEnv's docstrings.
 ENV_DOC = """
@@ -100,28 +91,31 @@ ENV_DOC = """
     reports them in ``info["elapsed_steps"]``, so that ``compute_truncated`` agrees with ``step``.
 
     ## Arguments
-    The fields of ``FetchSettings``, validated there: ``task`` ({TASKS}); ``reward_type`` ({REWARD_TYPES});
-    each of {TASK_DEFAULTS} defaults to the task's Gymnasium-Robotics value when ``None``
-    (``initial_qpos``: joint name -> value(s), replaces the task's dict); ``max_steps`` (episode
-    length, default 50; ``None``: never truncated); ``width``, ``height`` (of rendered frames,
-    default 480); and ``render_mode`` (``None`` or ``"rgb_array"``).
+    Validated by ``FetchSettings``; ``None`` means the task's Gymnasium-Robotics v4 value.
+
+    * ``task``: ``"reach"`` (default), ``"push"``, ``"slide"`` or ``"pick_and_place"``.
+    * ``reward_type``: ``"sparse"`` (default) or ``"dense"``.
+    * ``distance_threshold`` (m, > 0; 0.05): the success radius.
+    * ``target_in_the_air`` (bool; True for reach and pick-and-place): goals may lie above the table.
+    * ``target_offset`` (m, a number or x, y, z; slide: (0.4, 0, 0)): added to the goal's centre.
+    * ``obj_range`` (m, >= 0.1 with an object; 0.15, slide 0.1): the object's start range.
+    * ``target_range`` (m, >= 0; 0.15, slide 0.3): the goal's range.
+    * ``gripper_extra_height`` (m; 0.2 reach and pick-and-place, 0 push, -0.02 slide).
+    * ``block_gripper`` (bool; False only for pick-and-place): fingers held shut.
+    * ``n_substeps`` (int >= 1; 20): physics steps of 0.002 s per env step.
+    * ``initial_qpos`` (joint name -> value(s)): replaces the task's start joint positions.
+    * ``max_steps`` (int >= 1, default 50; ``None``: never truncated): episode length.
+    * ``width``, ``height`` (int >= 1, default 480): of rendered frames.
+    * ``render_mode``: ``None`` or ``"rgb_array"``.
+
+    Each setting is also an attribute (``env.distance_threshold``); setting one re-validates it and
+    takes effect where the task reads it at step time.
 
     ## Version History
     * v0: first goalenvs version; matches Gymnasium-Robotics 1.4.2 ``Fetch*-v4`` step for step
       (same seed, same actions -> same observations), on MuJoCo 3.x and 4.x. Unlike there, rendering
       does not call ``mj_forward``, so rendering an episode does not change its trajectory.
 """
-
-
-# The names in "Arguments" come from the settings and the task table, so they cannot go stale.
-ENV_DOC = (
-    ENV_DOC.replace("{TASKS}", ", ".join(f'``"{t}"``' for t in TASKS))
-    .replace("{REWARD_TYPES}", " / ".join(f'``"{r}"``' for r in REWARD_TYPES))
-    .replace(
-        "{TASK_DEFAULTS}",
-        ", ".join(f"``{f.name}``" for f in dataclasses.fields(FetchTask) if f.name in SETTINGS),
-    )
-)
 
 
 def fetch_spaces(sim: FetchSim) -> tuple[spaces.Dict, spaces.Box]:
@@ -182,14 +176,16 @@ class FetchState:
         self.set_threads(self.num_threads)
 
 
-class FetchEnvTask(Task):
-    """The Fetch task of a :class:`FetchSettings`: the functions both Fetch envs are built from.
+class FetchTask(Task):
+    """One Fetch task (``settings.task``: reach, push, ...) with its settings: the functions both
+    Fetch envs are built from.
 
     The goal functions read ``settings`` at call time, so an env's settings attribute set anew
     (``env.distance_threshold = 0.02``) takes effect at the next step and ``compute_reward``.
     """
 
     step_only_info_keys = ("is_success", "elapsed_steps")  # FetchEnv.reset's info is empty
+    action_help = "4 numbers: dx, dy, dz, gripper, clipped to [-1, 1]"
 
     def __init__(self, settings: FetchSettings) -> None:
         self.settings = settings
@@ -244,9 +240,7 @@ class FetchEnvTask(Task):
     def seed(self, state: FetchState, seeds: np.ndarray, envs: np.ndarray) -> None:
         seed_generators(state.rngs, seeds, envs)
 
-    def reset(
-        self, state: FetchState, envs: np.ndarray, options: dict[str, Any] | None, single: bool
-    ) -> None:
+    def reset(self, state: FetchState, envs: np.ndarray, options: dict[str, Any] | None) -> None:
         # options are accepted and ignored, as by Gymnasium-Robotics' Fetch.
         sim, s = self.sim, self.settings
         for i in envs.tolist():
@@ -256,34 +250,17 @@ class FetchEnvTask(Task):
             state.obs[i] = sim.observation(v)
         state.steps[envs] = 0
 
-    def step(self, state: FetchState, actions: Any, skip: np.ndarray, single: bool) -> None:
-        a = np.asarray(actions)
-        if single:
-            if a.shape != (4,):
-                raise ValueError(f"action must have shape (4,) (dx, dy, dz, gripper), got shape {a.shape}")
-            check_finite_action("action", a, _ACTION)
-            a = a[None]
-        else:
-            if a.shape != (state.n, 4):
-                raise ValueError(
-                    f"actions must have shape (num_envs, 4) = ({state.n}, 4) (dx, dy, dz, gripper per env), "
-                    f"got shape {a.shape}"
-                )
-            check_finite_action("actions", a, "4 numbers per env: dx, dy, dz, gripper, clipped to [-1, 1]")
-        # np.clip against the float32 bounds (as two ufuncs: np.clip's Python wrapper costs more), then
-        # scale in the clipped array's own dtype, so a float32 action rounds exactly as in
-        # Gymnasium-Robotics.
-        a = np.minimum(np.maximum(a, self._act_low), self._act_high)
+    def step(self, state: FetchState, actions: np.ndarray, skip: np.ndarray) -> None:
+        # np.clip against the float32 bounds (as two ufuncs), then scale in the clipped array's own
+        # dtype, so a float32 action rounds exactly as in Gymnasium-Robotics.
+        a = np.minimum(np.maximum(actions, self._act_low), self._act_high)
         delta = a[:, :3] * POS_ACTION_SCALE
         grips = [0.0] * state.n if self.settings.block_gripper else a[:, 3].tolist()
         active = None
         if skip.size:
             active = np.ones(state.n, dtype=bool)
             active[skip] = False
-        if single:
-            state.steps[0] += 1  # (an in-place add on the whole (1,) array costs 4x more)
-        else:
-            state.steps += 1
+        state.steps += 1
         chunks = state.chunks
         futures: list[Future[None]] = []
         if state.pool is not None:
@@ -316,30 +293,25 @@ class FetchEnvTask(Task):
             sim.advance(v, block)
             obs[i] = sim.observation(v)
 
-    def observe(self, state: FetchState, single: bool) -> dict[str, np.ndarray]:
-        obs = state.obs[0].copy() if single else state.obs.copy()
-        goal = state.goal[0] if single else state.goal
+    def observe(self, state: FetchState) -> dict[str, np.ndarray]:
+        obs = state.obs.copy()
         return {
             "observation": obs,
-            "achieved_goal": obs[..., self.sim.achieved].copy(),
-            "desired_goal": goal.copy(),
+            "achieved_goal": obs[:, self.sim.achieved].copy(),
+            "desired_goal": state.goal.copy(),
         }
 
-    def score(self, state: FetchState, obs: dict[str, np.ndarray], single: bool) -> Any:
-        achieved, desired = obs["achieved_goal"], obs["desired_goal"]
-        steps = state.steps.item() if single else state.steps.copy()
-        info = {
-            "is_success": fetch_success(achieved, desired, self.settings.distance_threshold),
-            "elapsed_steps": steps,
-        }
-        reward = self.compute_reward(achieved, desired, info)
-        if single:
-            # A Python float (the value of compute_reward's float32/float64 scalar): Gymnasium-Robotics
-            # returns np.float32, which stable-baselines3's check_env rejects as "not a float".
-            return info, float(reward), False, bool(self.truncated_at(steps))
-        return info, reward, self.compute_terminated(achieved, desired, info), self.truncated_at(steps)
+    def score(self, state: FetchState, obs: dict[str, np.ndarray]) -> Any:
+        s = self.settings
+        # The distance once, for the reward and the success (through the functions compute_reward uses).
+        d = goal_distance(obs["achieved_goal"], obs["desired_goal"])
+        steps = state.steps.copy()
+        info = {"is_success": distance_success(d, s.distance_threshold), "elapsed_steps": steps}
+        reward = distance_reward(d, s.distance_threshold, s.reward_type == "dense")
+        terminated = self.compute_terminated(obs["achieved_goal"], obs["desired_goal"], info)
+        return info, reward, terminated, self.truncated_at(steps)
 
-    def reset_info(self, state: FetchState, obs: dict[str, np.ndarray], single: bool) -> dict[str, Any]:
+    def reset_info(self, state: FetchState, obs: dict[str, np.ndarray]) -> dict[str, Any]:
         return {}  # every key of the step info is step-only: no need to score the episode's start
 
     def render(self, state: FetchState, env: int, render_mode: str | None) -> np.ndarray | None:
@@ -359,12 +331,38 @@ class FetchEnvTask(Task):
         state.close()
 
 
-class FetchAttributes:
-    """A Fetch env's public attributes, single or vector: every setting (``env.distance_threshold``,
-    ``env.max_steps``, ...; setting one re-validates and takes effect where the task reads it at step
-    time) and the model's facts (``model``, ``initial_gripper_xpos``, ``height_offset``, ``dt``)."""
+def _setting(name: str) -> property:
+    """The attribute of setting ``name``: reads it, and sets it anew through ``FetchSettings``'s checks."""
 
-    _task: Any  # the env's FetchEnvTask (Any: TaskGoalFunctions declares it a Task)
+    def get(self: FetchAttributes) -> Any:
+        return getattr(self._task.settings, name)
+
+    def set_(self: FetchAttributes, value: Any) -> None:
+        self._task.settings = dataclasses.replace(self._task.settings, **{name: value})
+
+    return property(get, set_, doc=f"The ``{name}`` setting (see the class docstring).")
+
+
+class FetchAttributes:
+    """A Fetch env's public attributes, single or vector: every setting (setting one re-validates it
+    and takes effect where the task reads it at step time) and the model's facts."""
+
+    _task: Any  # the env's FetchTask (Any: TaskGoalFunctions declares it a Task)
+
+    task = _setting("task")
+    reward_type = _setting("reward_type")
+    distance_threshold = _setting("distance_threshold")
+    target_in_the_air = _setting("target_in_the_air")
+    target_offset = _setting("target_offset")
+    obj_range = _setting("obj_range")
+    target_range = _setting("target_range")
+    gripper_extra_height = _setting("gripper_extra_height")
+    block_gripper = _setting("block_gripper")
+    n_substeps = _setting("n_substeps")
+    initial_qpos = _setting("initial_qpos")
+    max_steps = _setting("max_steps")
+    width = _setting("width")
+    height = _setting("height")
 
     @property
     def settings(self) -> FetchSettings:
@@ -381,30 +379,18 @@ class FetchAttributes:
 
     @property
     def initial_gripper_xpos(self) -> np.ndarray:
+        """The gripper's position (m) at the start of every episode."""
         return self._task.sim.initial_gripper_xpos
 
     @property
     def height_offset(self) -> float:
+        """The object's resting height on the table (m; 0.0 for reach)."""
         return self._task.sim.height_offset
 
     @property
     def dt(self) -> float:
+        """One env step, in seconds (``n_substeps`` physics steps)."""
         return self._task.sim.dt
-
-
-def _setting(name: str) -> property:
-    def get(self: FetchAttributes) -> Any:
-        return getattr(self._task.settings, name)
-
-    def set_(self: FetchAttributes, value: Any) -> None:
-        self._task.settings = dataclasses.replace(self._task.settings, **{name: value})
-
-    return property(get, set_, doc=f"The ``{name}`` setting (see the class docstring).")
-
-
-for _name in SETTINGS:
-    if _name != "_":
-        setattr(FetchAttributes, _name, _setting(_name))
 
 
 class FetchEnv(FetchAttributes, TaskEnv):
@@ -413,11 +399,43 @@ class FetchEnv(FetchAttributes, TaskEnv):
     )
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 25}
-    __signature__ = settings_signature(FetchSettings, trailing=(keyword("render_mode", None),))
 
-    def __init__(self, *args: Any, render_mode: str | None = None, **kwargs: Any) -> None:
-        """``args``, ``kwargs``: the fields of :class:`FetchSettings` (``task``, ``reward_type``, ...)."""
-        self._init_task(FetchEnvTask(FetchSettings(*args, **kwargs)), render_mode)
+    def __init__(
+        self,
+        task: str = "reach",
+        reward_type: str = "sparse",
+        *,
+        distance_threshold: float | None = None,
+        target_in_the_air: bool | None = None,
+        target_offset: float | Sequence[float] | None = None,
+        obj_range: float | None = None,
+        target_range: float | None = None,
+        gripper_extra_height: float | None = None,
+        block_gripper: bool | None = None,
+        n_substeps: int | None = None,
+        initial_qpos: Mapping[str, Any] | None = None,
+        max_steps: int | None = 50,
+        width: int = DEFAULT_SIZE,
+        height: int = DEFAULT_SIZE,
+        render_mode: str | None = None,
+    ) -> None:
+        settings = FetchSettings(
+            task,
+            reward_type,
+            distance_threshold=distance_threshold,  # type: ignore[arg-type]  # None: the task's
+            target_in_the_air=target_in_the_air,  # type: ignore[arg-type]
+            target_offset=target_offset,  # type: ignore[arg-type]
+            obj_range=obj_range,  # type: ignore[arg-type]
+            target_range=target_range,  # type: ignore[arg-type]
+            gripper_extra_height=gripper_extra_height,  # type: ignore[arg-type]
+            block_gripper=block_gripper,  # type: ignore[arg-type]
+            n_substeps=n_substeps,  # type: ignore[arg-type]
+            initial_qpos=initial_qpos,  # type: ignore[arg-type]
+            max_steps=max_steps,
+            width=width,
+            height=height,
+        )
+        self._init_task(FetchTask(settings), render_mode)
         self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.dt))}
         # Two threads stepping one MjData crash MuJoCo (a segfault): a second thread is told at once.
         self._busy = threading.Lock()

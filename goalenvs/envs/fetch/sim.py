@@ -25,12 +25,12 @@ import mujoco
 import numpy as np
 
 from goalenvs.envs.fetch.assets import fetch_assets_dir
-from goalenvs.envs.fetch.task import (
+from goalenvs.envs.fetch.goals import euler_from_xmat
+from goalenvs.envs.fetch.settings import (
     AIR_TARGET_MAX_HEIGHT,
     MIN_OBJECT_GRIPPER_DIST,
     TASKS,
     FetchSettings,
-    _euler_from_xmat,
 )
 
 __all__ = ["FetchSim", "FetchViews"]
@@ -225,10 +225,10 @@ class FetchSim:
 
     def observation(self, v: FetchViews) -> list[float]:
         """The ``obs_dim`` numbers of the observation vector (see ``FetchEnv``), as Python floats."""
-        # Assembled as Python floats (the caller makes one array of them): each numpy call on a
-        # 3-vector costs about a microsecond, a float operation tens of nanoseconds. IEEE arithmetic is
-        # the same either way, so the values are bit-for-bit those of Gymnasium-Robotics' array
-        # expressions.
+        # Assembled as Python floats (the caller makes one array of them): a numpy call on a 3-vector
+        # costs many times the float operations it does, and this runs every env step of every env.
+        # IEEE arithmetic is the same either way, so the values are bit-for-bit those of
+        # Gymnasium-Robotics' array expressions.
         m, d = self.model, v.data
         dt = self.dt
         mujoco.mj_jacSite(m, d, v.jac_grip, None, self.grip_site)
@@ -243,7 +243,7 @@ class FetchSim:
         # linear, object angular), scaled to displacement per env step like Gymnasium-Robotics.
         gvx, gvy, gvz, ovx, ovy, ovz, orx, ory, orz = [x * dt for x in np.dot(v.jac, v.qvel).tolist()]
         ox, oy, oz = v.obj_xpos.tolist()
-        ex, ey, ez = _euler_from_xmat(v.obj_xmat.tolist())
+        ex, ey, ez = euler_from_xmat(v.obj_xmat.tolist())
         return [
             gx, gy, gz,
             ox, oy, oz,
@@ -272,9 +272,8 @@ class FetchSim:
 class FetchViews:
     """Numpy views of the rows of one ``MjData`` that a step touches, and its Jacobian scratch.
 
-    Every attribute access on ``MjData`` builds a new array object, and every numpy call costs about
-    a microsecond, so the operations work on these views (they alias the ``MjData``'s memory for its
-    lifetime). Pickled as ``(sim, data)`` and rebuilt when loaded.
+    Every attribute access on ``MjData`` builds a new array object, so the operations work on these
+    views (they alias the ``MjData``'s memory for its lifetime). Pickled as ``(sim, data)`` and rebuilt when loaded.
     """
 
     def __init__(self, sim: FetchSim, data: mujoco.MjData) -> None:

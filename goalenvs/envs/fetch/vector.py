@@ -1,6 +1,6 @@
 """FetchVectorEnv: N Fetch envs on one MuJoCo model, their physics stepped in parallel threads.
 
-The batch of N of :class:`~goalenvs.envs.fetch.env.FetchEnvTask`, the task :class:`FetchEnv` is the
+The batch of N of :class:`~goalenvs.envs.fetch.env.FetchTask`, the task :class:`FetchEnv` is the
 batch of one of (the threads are the task's: see there); this module adds the vector env's arguments
 (``num_envs``, ``num_threads``, the autoreset mode) and its docstring.
 """
@@ -8,16 +8,16 @@ batch of one of (the threads are the task's: see there); this module adds the ve
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_int
-from goalenvs.envs.fetch.env import ENV_DOC, FetchAttributes, FetchEnvTask, FetchState
-from goalenvs.envs.fetch.task import FetchSettings
-from goalenvs.task import keyword, settings_signature
-from goalenvs.vector import NUM_ENVS, VECTOR_KEYWORDS, NativeVectorEnv
+from goalenvs.envs.fetch.env import ENV_DOC, FetchAttributes, FetchState, FetchTask
+from goalenvs.envs.fetch.settings import DEFAULT_SIZE, FetchSettings
+from goalenvs.vector import NativeVectorEnv
 
 __all__ = ["FetchVectorEnv"]
 
@@ -65,27 +65,50 @@ class FetchVectorEnv(FetchAttributes, NativeVectorEnv):
     )
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 25, "autoreset_mode": AutoresetMode.NEXT_STEP}
-    __signature__ = settings_signature(
-        FetchSettings, (NUM_ENVS,), (*VECTOR_KEYWORDS, keyword("num_threads", None))
-    )
     _state: FetchState
 
     def __init__(
         self,
         num_envs: int = 1,
-        *args: Any,
+        task: str = "reach",
+        reward_type: str = "sparse",
+        *,
+        distance_threshold: float | None = None,
+        target_in_the_air: bool | None = None,
+        target_offset: float | Sequence[float] | None = None,
+        obj_range: float | None = None,
+        target_range: float | None = None,
+        gripper_extra_height: float | None = None,
+        block_gripper: bool | None = None,
+        n_substeps: int | None = None,
+        initial_qpos: Mapping[str, Any] | None = None,
+        max_steps: int | None = 50,
+        width: int = DEFAULT_SIZE,
+        height: int = DEFAULT_SIZE,
         render_mode: str | None = None,
         num_threads: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         batched_final_obs: bool = False,
-        **kwargs: Any,
     ) -> None:
-        """``args``, ``kwargs``: the fields of :class:`FetchSettings` (``task``, ``reward_type``,
-        ``distance_threshold``, ...), for every env."""
         n = check_int("num_envs", num_envs, 1)
         threads = (os.cpu_count() or 1) if num_threads is None else check_int("num_threads", num_threads, 1)
-        fetch = FetchEnvTask(FetchSettings(*args, **kwargs))
-        self._init_vector(fetch, n, render_mode, autoreset_mode, batched_final_obs)
+        settings = FetchSettings(
+            task,
+            reward_type,
+            distance_threshold=distance_threshold,  # type: ignore[arg-type]  # None: the task's
+            target_in_the_air=target_in_the_air,  # type: ignore[arg-type]
+            target_offset=target_offset,  # type: ignore[arg-type]
+            obj_range=obj_range,  # type: ignore[arg-type]
+            target_range=target_range,  # type: ignore[arg-type]
+            gripper_extra_height=gripper_extra_height,  # type: ignore[arg-type]
+            block_gripper=block_gripper,  # type: ignore[arg-type]
+            n_substeps=n_substeps,  # type: ignore[arg-type]
+            initial_qpos=initial_qpos,  # type: ignore[arg-type]
+            max_steps=max_steps,
+            width=width,
+            height=height,
+        )
+        self._init_vector(FetchTask(settings), n, render_mode, autoreset_mode, batched_final_obs)
         self.metadata["render_fps"] = int(np.round(1.0 / self.dt))
         self._state.set_threads(threads)
 

@@ -9,6 +9,7 @@ answers on its own observation and info by construction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -17,7 +18,6 @@ from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 
 from goalenvs.core import NO_INFO_CAUSE, info_values_or_default
-from goalenvs.envs._checks import check_finite_action
 from goalenvs.envs.parking.config import ParkingConfig
 from goalenvs.envs.parking.lot import MAX_SPEED, OBS_SCALES, POSE_LIMIT
 from goalenvs.envs.parking.render import IMAGE_SIZE, RENDER_MODES, background_frame, render_frame
@@ -34,8 +34,6 @@ __all__ = [
     "compute_truncated",
     "goal_reward",
 ]
-
-_ACTION = "acceleration and steering, clipped to [-1, 1]"
 
 # ---- the task's formulas, each written once ---------------------------------------------------------
 
@@ -72,28 +70,6 @@ def _truncated(time: Any, duration: float) -> Any:
 # ---- the compute_* functions: the formulas on (achieved_goal, desired_goal, info) -------------------
 
 
-def _float_array(x: Any) -> np.ndarray:
-    """``np.asarray(x, dtype=np.float64)``, without the call when ``x`` already is one."""
-    if type(x) is np.ndarray and x.dtype == np.float64:
-        return x
-    return np.asarray(x, dtype=np.float64)
-
-
-def _info_values_fast(
-    info: Any, key: str, batch_shape: tuple[int, ...], default: Any, warning: str
-) -> np.ndarray:
-    """Twin of :func:`~goalenvs.core.info_values_or_default` with a shortcut for a step's own info (a
-    dict holding an array of ``batch_shape``, or a Python scalar for one transition): the same values."""
-    if type(info) is dict:
-        value = info.get(key)
-        if type(value) is np.ndarray:
-            if value.shape == batch_shape:
-                return value
-        elif not batch_shape and isinstance(value, (bool, int, float)):
-            return np.asarray(value)
-    return info_values_or_default(info, key, batch_shape, default, warning)
-
-
 # An info without "crashed" or "time": what is lost, and how to keep it (warned once per process).
 _NO_CRASH = (
     "Parking's {fn} got an info without 'crashed': it scores the goal term alone, so the crash penalty "
@@ -116,7 +92,7 @@ def _crashed(info: Any, batch_shape: tuple[int, ...], warning: str) -> np.ndarra
     # goal term alone rather than crash training, and say once that the penalty is lost.
     if info is None:
         return np.zeros(batch_shape, dtype=bool)
-    return _info_values_fast(info, "crashed", batch_shape, False, warning).astype(bool)
+    return info_values_or_default(info, "crashed", batch_shape, False, warning).astype(bool)
 
 
 def compute_reward(
@@ -129,7 +105,12 @@ def compute_reward(
     p: float = 0.5,
 ) -> np.ndarray:
     """Goal term plus ``collision_reward`` where ``info["crashed"]`` (see :meth:`ParkingEnv.compute_reward`)."""
-    goal = goal_reward(_float_array(achieved_goal), _float_array(desired_goal), reward_weights, p)
+    goal = goal_reward(
+        np.asarray(achieved_goal, dtype=np.float64),
+        np.asarray(desired_goal, dtype=np.float64),
+        reward_weights,
+        p,
+    )
     return _reward(goal, _crashed(info, goal.shape, _NO_CRASH_REWARD), collision_reward)
 
 
@@ -142,7 +123,11 @@ def compute_terminated(
     success_goal_reward: float,
 ) -> np.ndarray:
     """Success (goal term > ``-success_goal_reward``, with p = 0.5) or ``info["crashed"]``."""
-    goal = goal_reward(_float_array(achieved_goal), _float_array(desired_goal), reward_weights)
+    goal = goal_reward(
+        np.asarray(achieved_goal, dtype=np.float64),
+        np.asarray(desired_goal, dtype=np.float64),
+        reward_weights,
+    )
     success = _success(goal, success_goal_reward)
     return _terminated(success, _crashed(info, success.shape, _NO_CRASH_TERMINATED))
 
@@ -150,7 +135,9 @@ def compute_terminated(
 def compute_truncated(achieved_goal: Any, desired_goal: Any, info: Any, *, duration: float) -> np.ndarray:
     """Whether ``info["time"]`` (simulated seconds since reset) has reached ``duration``."""
     batch_shape = np.shape(achieved_goal)[:-1]
-    return np.asarray(_truncated(_info_values_fast(info, "time", batch_shape, -np.inf, _NO_TIME), duration))
+    return np.asarray(
+        _truncated(info_values_or_default(info, "time", batch_shape, -np.inf, _NO_TIME), duration)
+    )
 
 
 class ParkingTask(Task):
@@ -158,6 +145,8 @@ class ParkingTask(Task):
 
     The state of ``n`` lots is a :class:`ParkingBatch` (each lot's random generator in its ``rngs``).
     """
+
+    action_help = "acceleration and steering, clipped to [-1, 1]"
 
     def __init__(self, config: ParkingConfig) -> None:
         self.config = config
@@ -215,58 +204,32 @@ class ParkingTask(Task):
     def seed(self, state: ParkingBatch, seeds: np.ndarray, envs: np.ndarray) -> None:
         seed_generators(state.rngs, seeds, envs)
 
-    def reset(
-        self, state: ParkingBatch, envs: np.ndarray, options: dict[str, Any] | None, single: bool
-    ) -> None:
+    def reset(self, state: ParkingBatch, envs: np.ndarray, options: dict[str, Any] | None) -> None:
         state.reset([state.rngs[i] for i in envs.tolist()], envs, options)
 
-    def step(self, state: ParkingBatch, actions: Any, skip: np.ndarray, single: bool) -> None:
-        actions = np.asarray(actions)
-        if single:
-            if actions.shape != (2,):
-                raise ValueError(
-                    f"action must have shape (2,) ([acceleration, steering]), got {actions.shape}"
-                )
-            check_finite_action("action", actions, _ACTION)
-            state.simulate(actions[None])
-            return
-        if actions.shape != (state.n, 2):
-            raise ValueError(
-                f"actions must have shape ({state.n}, 2) ([acceleration, steering] per env), got {actions.shape}"
-            )
-        check_finite_action("actions", actions, _ACTION)
+    def step(self, state: ParkingBatch, actions: np.ndarray, skip: np.ndarray) -> None:
         # Every lot is simulated (fixed shapes, no gather/scatter); the lots in skip (ended last step,
         # NEXT_STEP) are then overwritten by a fresh scene, so they skip the collision tests.
         state.simulate(actions, skip=skip)
 
-    def observe(self, state: ParkingBatch, single: bool) -> dict[str, np.ndarray]:
-        obs = state.observe()
-        return {key: value[0] for key, value in obs.items()} if single else obs
+    def observe(self, state: ParkingBatch) -> dict[str, np.ndarray]:
+        return state.observe()
 
-    def score(self, state: ParkingBatch, obs: dict[str, np.ndarray], single: bool) -> Any:
+    def score(self, state: ParkingBatch, obs: dict[str, np.ndarray]) -> Any:
         # The compute_* formulas on (obs, info), the goal term (the costliest of them, shared by
         # success and the reward) computed once.
         c = self.config
         goal = goal_reward(obs["achieved_goal"], obs["desired_goal"], self._weights)
         success = _success(goal, c.success_goal_reward)
-        if single:  # lot 0, as the single env reports it: Python scalars
-            info: dict[str, Any] = {
-                "speed": state.speed.item(),
-                "crashed": state.crashed.item(),
-                "is_success": bool(success),
-                "time": state.time.item(),
-            }
-        else:
-            info = {
-                "speed": state.speed.copy(),
-                "crashed": state.crashed.copy(),
-                "is_success": success,
-                "time": state.time.copy(),
-            }
+        info = {
+            "speed": state.speed.copy(),
+            "crashed": state.crashed.copy(),
+            "is_success": success,
+            "time": state.time.copy(),
+        }
         reward = _reward(goal, info["crashed"], c.collision_reward)
-        terminated = _terminated(info["is_success"], info["crashed"])
-        truncated = _truncated(info["time"], c.duration)
-        return info, float(reward) if single else reward, terminated, truncated
+        terminated = _terminated(success, info["crashed"])
+        return info, reward, terminated, _truncated(info["time"], c.duration)
 
     def render(self, state: ParkingBatch, env: int, render_mode: str | None) -> np.ndarray | None:
         """Lot ``env``'s top view (``IMAGE_SIZE`` RGB), whatever the render mode; None without one."""
@@ -381,8 +344,34 @@ class ParkingEnv(TaskEnv):
     reward_info_keys = ("crashed",)
     _task: ParkingTask
 
-    def __init__(self, render_mode: str | None = None, **kwargs: Any) -> None:
-        self._init_task(ParkingTask(ParkingConfig(**kwargs)), render_mode)
+    def __init__(
+        self,
+        render_mode: str | None = None,
+        *,
+        reward_weights: Sequence[float] = (1.0, 0.3, 0.0, 0.0, 0.02, 0.02),
+        success_goal_reward: float = 0.12,
+        collision_reward: float = -5.0,
+        steering_range: float = np.pi / 4,
+        acceleration_range: float = 5.0,
+        simulation_frequency: int = 15,
+        policy_frequency: int = 5,
+        duration: float = 100.0,
+        add_walls: bool = True,
+        vehicles_count: int = 0,
+    ) -> None:
+        config = ParkingConfig(
+            reward_weights=reward_weights,
+            success_goal_reward=success_goal_reward,
+            collision_reward=collision_reward,
+            steering_range=steering_range,
+            acceleration_range=acceleration_range,
+            simulation_frequency=simulation_frequency,
+            policy_frequency=policy_frequency,
+            duration=duration,
+            add_walls=add_walls,
+            vehicles_count=vehicles_count,
+        )
+        self._init_task(ParkingTask(config), render_mode)
         self.config = self._task.config
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}
         self._window: Any = None
@@ -461,9 +450,32 @@ class ParkingVectorEnv(NativeVectorEnv):
         render_mode: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         batched_final_obs: bool = False,
-        **kwargs: Any,
+        *,
+        reward_weights: Sequence[float] = (1.0, 0.3, 0.0, 0.0, 0.02, 0.02),
+        success_goal_reward: float = 0.12,
+        collision_reward: float = -5.0,
+        steering_range: float = np.pi / 4,
+        acceleration_range: float = 5.0,
+        simulation_frequency: int = 15,
+        policy_frequency: int = 5,
+        duration: float = 100.0,
+        add_walls: bool = True,
+        vehicles_count: int = 0,
     ) -> None:
-        task = ParkingTask(ParkingConfig(**kwargs))
+        task = ParkingTask(
+            ParkingConfig(
+                reward_weights=reward_weights,
+                success_goal_reward=success_goal_reward,
+                collision_reward=collision_reward,
+                steering_range=steering_range,
+                acceleration_range=acceleration_range,
+                simulation_frequency=simulation_frequency,
+                policy_frequency=policy_frequency,
+                duration=duration,
+                add_walls=add_walls,
+                vehicles_count=vehicles_count,
+            )
+        )
         self._init_vector(task, num_envs, render_mode, autoreset_mode, batched_final_obs)
         self.config = task.config
         self.metadata = {**self.metadata, "render_fps": self.config.policy_frequency}

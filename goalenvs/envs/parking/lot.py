@@ -25,7 +25,6 @@ __all__ = [
     "SPOTS_PER_ROW",
     "SPOT_CENTRE",
     "SPOT_DIRECTION",
-    "SPOT_GOAL_OBS",
     "SPOT_HEADING",
     "SPOT_LATERAL",
     "SPOT_LENGTH",
@@ -127,17 +126,6 @@ def closest_spot(x: np.ndarray, y: np.ndarray, heading: np.ndarray) -> np.ndarra
     return np.argmin(_spot_position_distance(x, y) + angle, axis=1)
 
 
-# A drawn start is always at (0, 0): the position part of its spot distance is a constant.
-_ORIGIN_SPOT_DISTANCE = _spot_position_distance(np.zeros(1), np.zeros(1))[0]
-
-
-def closest_spot_at_origin_fast(heading: np.ndarray) -> np.ndarray:
-    """Twin of :func:`closest_spot` for poses at (0, 0), where a drawn start always is: the same
-    sums with the position part looked up, so the same answers."""
-    angle = np.abs(wrap_to_pi(heading[:, None] - SPOT_HEADING))
-    return np.argmin(_ORIGIN_SPOT_DISTANCE + angle, axis=1)
-
-
 def goal_observation(pose: np.ndarray) -> np.ndarray:
     """The ``desired_goal`` of goal poses ``(m, 3)``: ``[x, y, 0, 0, cos h, sin h] / scales``, ``(m, 6)``."""
     goal_obs = np.zeros((len(pose), OBS_DIM))
@@ -146,8 +134,3 @@ def goal_observation(pose: np.ndarray) -> np.ndarray:
     goal_obs[:, 5] = np.sin(pose[:, 2])
     goal_obs /= OBS_SCALES
     return goal_obs
-
-
-#: The ``desired_goal`` of a goal in each spot: a drawn goal's is looked up rather than recomputed
-#: (twin of :func:`goal_observation` on ``SPOT_POSE``'s rows).
-SPOT_GOAL_OBS = goal_observation(SPOT_POSE)

@@ -20,7 +20,6 @@ from goalenvs.envs.parking.lot import (
     POSE_LIMIT,
     SPOT_POSE,
     closest_spot,
-    closest_spot_at_origin_fast,
 )
 
 __all__ = ["OPTION_KEYS", "draw_scenes", "pose_option"]
@@ -61,9 +60,9 @@ def draw_scenes(
     vehicles_count: int,
     ego_pose: np.ndarray | None = None,
     goal_pose: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
-    """One start scene per generator: ego poses ``(n, 3)``, goal poses ``(n, 3)``, the goals' spots
-    ``(n,)`` (None when ``goal_pose`` was given) and the parked cars' spots ``(n, vehicles_count)``.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One start scene per generator: ego poses ``(n, 3)``, goal poses ``(n, 3)`` and the parked cars'
+    spots ``(n, vehicles_count)``.
 
     highway-env's draws, in its order, on each lot's own generator: the ego's heading
     ``2 pi U(0, 1)`` at (0, 0); the goal, a uniform pick among the spots other than the ego's; then
@@ -75,9 +74,7 @@ def draw_scenes(
         ego_pose = np.zeros((n, 3))
         # highway-env draws np_random.uniform(): the same number as random(), with less argument handling.
         ego_pose[:, 2] = 2.0 * np.pi * np.array([rng.random() for rng in rngs])
-        ego_spot = closest_spot_at_origin_fast(ego_pose[:, 2])
-    else:
-        ego_spot = closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])
+    ego_spot = closest_spot(ego_pose[:, 0], ego_pose[:, 1], ego_pose[:, 2])
     drawn = goal_pose is None
     goals: list[int] = [0] * n
     if goal_pose is not None:
@@ -91,6 +88,5 @@ def draw_scenes(
             free = [spot for spot in range(N_SPOTS) if spot != ego_i and spot != goals[i]]
             parked[i] = [free.pop(rng.integers(0, len(free))) for _ in range(vehicles_count)]
     if goal_pose is not None:
-        return ego_pose, goal_pose, None, parked
-    goal_spot = np.array(goals, dtype=np.intp)
-    return ego_pose, SPOT_POSE[goal_spot], goal_spot, parked
+        return ego_pose, goal_pose, parked
+    return ego_pose, SPOT_POSE[np.array(goals, dtype=np.intp)], parked

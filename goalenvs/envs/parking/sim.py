@@ -3,9 +3,7 @@
 :class:`ParkingBatch` holds each lot's state (the ego's pose and speed, crash flag, pending collision
 push, simulated time, goal, parked cars) and moves it as highway-env's ``parking-v0`` does: kinematic
 bicycle integration, then highway-env's collision rule against every obstacle. The single env is a
-batch of one; for it, :meth:`ParkingBatch.simulate` and :meth:`ParkingBatch.observe` take scalar
-twins of the batch paths (same operations, same bits, fewer numpy calls), each tested against its
-general version.
+batch of one, through the same code.
 """
 
 from __future__ import annotations
@@ -28,7 +26,6 @@ from goalenvs.envs.parking.lot import (
     OBS_DIM,
     OBS_SCALES,
     SPOT_CENTRE,
-    SPOT_GOAL_OBS,
     SPOT_HEADING,
     WALL_THICKNESS,
     WALLS,
@@ -74,8 +71,8 @@ class ParkingBatch:
             [self.obst_length / 2, self.obst_width / 2, (CAR_DIAGONAL + self.obst_diagonal) / 2]
         )
         self._walls = walls
-        # With walls and no parked cars, every lot's obstacles are the same 4 axis-aligned walls: the
-        # broad phase then needs only each lot's distance to the lot's inner edges (see _broad_phase).
+        # With walls and no parked cars (the default lot), every lot's obstacles are the same 4
+        # axis-aligned walls: the broad phase then needs only each car's distance to their inner edges.
         self._walls_only = v == 0 and len(walls) > 0
         self._inner_edges = np.array(
             [[LOT_WIDTH / 2 - WALL_THICKNESS / 2], [LOT_HEIGHT / 2 - WALL_THICKNESS / 2]]
@@ -133,8 +130,6 @@ class ParkingBatch:
         self._delta = np.empty((4, n))
         self._trig = np.empty((3, n))
         self._direction = np.empty(n)
-        # Lot 0's obstacles as Python floats for the one-car broad phase; None when stale.
-        self._obstacle_rows: list[tuple[float, ...]] | None = None
 
     _VIEWS = ("x", "y", "heading", "speed", "obst_x", "obst_y", "obst_cos", "obst_sin")
 
@@ -169,7 +164,7 @@ class ParkingBatch:
             goal_pose = pose_option(options, "goal_pose", self.n)
             ego_pose = None if ego_pose is None else ego_pose[idx]
             goal_pose = None if goal_pose is None else goal_pose[idx]
-        ego, goal, goal_spot, parked = draw_scenes(rngs, self.n_vehicles, ego_pose, goal_pose)
+        ego, goal, parked = draw_scenes(rngs, self.n_vehicles, ego_pose, goal_pose)
         self._ego[:3, idx] = ego.T
         self.speed[idx] = 0.0
         self.crashed[idx] = False
@@ -188,9 +183,8 @@ class ParkingBatch:
             self.obst_cos[idx, :v] = np.cos(SPOT_HEADING[parked])
             self.obst_sin[idx, :v] = np.sin(SPOT_HEADING[parked])
             self.obst_impact[idx] = 0.0
-        self._obstacle_rows = None
-        # The desired goal only changes here, so build its observation once (a spot's is looked up).
-        self._goal_obs[idx] = goal_observation(goal) if goal_spot is None else SPOT_GOAL_OBS[goal_spot]
+        # The desired goal only changes here, so build its observation once.
+        self._goal_obs[idx] = goal_observation(goal)
 
     # ---- observation -----------------------------------------------------------------------------
 
@@ -202,11 +196,7 @@ class ParkingBatch:
         ``Vehicle.velocity``. Values are float64, neither normalised nor clipped (highway-env's
         KinematicsGoal observation with ``normalize=False``).
         """
-        obs = self._observe_one_car_fast() if self.n == 1 else self._observe_batch()
-        return {"observation": obs, "achieved_goal": obs.copy(), "desired_goal": self._goal_obs.copy()}
-
-    def _observe_batch(self) -> np.ndarray:
-        """The cars' features ``(n, 6)``, built as feature rows (contiguous, fewer calls), then scaled."""
+        # Built as feature rows (contiguous, fewer calls), then scaled.
         rows = np.empty((OBS_DIM, self.n))
         rows[:2] = self._ego[:2]
         np.cos(self.heading, out=rows[4])
@@ -214,16 +204,7 @@ class ParkingBatch:
         np.multiply(self.speed, rows[4:], out=rows[2:4])
         obs = np.empty((self.n, OBS_DIM))
         np.divide(rows.T, OBS_SCALES, out=obs)
-        return obs
-
-    def _observe_one_car_fast(self) -> np.ndarray:
-        """Twin of :meth:`_observe_batch` for a batch of one: the same products on scalars, one small
-        array instead of a stack of six rows."""
-        heading, speed = self.heading[0], self.speed.item()
-        c, s = np.cos(heading), np.sin(heading)
-        obs = np.array([[self.x.item(), self.y.item(), speed * c, speed * s, c, s]])
-        obs /= OBS_SCALES
-        return obs
+        return {"observation": obs, "achieved_goal": obs.copy(), "desired_goal": self._goal_obs.copy()}
 
     # ---- dynamics --------------------------------------------------------------------------------
 
@@ -240,13 +221,6 @@ class ParkingBatch:
         reset); they are integrated but not collision-checked, which is the costly part.
         """
         self.time += self.time_step
-        if self.n == 1 and self._free_driving_one_car_fast():
-            self._simulate_one_car_fast(action[0])
-        else:
-            self._simulate_batch(action, skip)
-
-    def _simulate_batch(self, action: np.ndarray, skip: np.ndarray | None = None) -> None:
-        """:meth:`simulate`'s integration and collisions for every lot (the time is advanced there)."""
         c = self.config
         if skip is not None and skip.size:
             # Lots about to be reset drive as they like: their result is thrown away, so they get no
@@ -312,7 +286,6 @@ class ParkingBatch:
                 self.obst_y += self.obst_impact[..., 1]
                 self.obst_impact[:] = 0.0
                 self._any_obst_impact = False
-                self._obstacle_rows = None
                 if pair_data is not None:  # the gathered obstacle positions are stale
                     pair_data = self._pair_data((pair_data[0], pair_data[1]))
             if pair_data is not None and self._collide(pair_data):
@@ -341,68 +314,6 @@ class ParkingBatch:
         # Transposed in the cast's copy: each of the two rows is then contiguous (and ours to write).
         return ((clipped + one) * slope + lo).T.astype(np.float64, order="C")
 
-    def _free_driving_one_car_fast(self) -> bool:
-        """For a batch of one: whether nothing but driving can happen in this action (no crash, pending
-        push or speed cap, and :meth:`_broad_phase` finds no obstacle within reach), so
-        :meth:`_simulate_one_car_fast` may integrate it. Twin of that test on the batch (the same
-        bound, on Python floats, so the same answer)."""
-        if self.crashed[0] or self.has_impact[0] or self._any_obst_impact:
-            return False
-        speed = abs(self.speed.item())
-        if speed + self._max_speed_gain > MAX_SPEED:
-            return False
-        if not self.k:
-            return True
-        x, y = self.x.item(), self.y.item()
-        reach = self._reach_slope * speed + self._reach_base
-        if self._walls_only:
-            inner_x, inner_y = self._inner_edges[:, 0].tolist()
-            return not (abs(x) + reach >= inner_x or abs(y) + reach >= inner_y)
-        if self._obstacle_rows is None:
-            self._obstacle_rows = list(
-                zip(
-                    self.obst_x[0].tolist(),
-                    self.obst_y[0].tolist(),
-                    self.obst_cos[0].tolist(),
-                    self.obst_sin[0].tolist(),
-                    self._obst_shape[0].tolist(),
-                    self._obst_shape[1].tolist(),
-                    strict=True,
-                )
-            )
-        for ox, oy, cos_o, sin_o, half_length, half_width in self._obstacle_rows:
-            dx, dy = ox - x, oy - y
-            if abs(dx * cos_o + dy * sin_o) - half_length <= reach and (
-                abs(dy * cos_o - dx * sin_o) - half_width <= reach
-            ):
-                return False
-        return True
-
-    def _simulate_one_car_fast(self, action: np.ndarray) -> None:
-        """Twin of :meth:`_simulate_batch` for one car in free driving (see
-        :meth:`_free_driving_one_car_fast`), on scalars: the same operations in the same order
-        (numpy scalars of the action's dtype for the action mapping, numpy's ufuncs for the
-        trigonometry), so the same bits from far fewer numpy calls."""
-        dtype = action.dtype if action.dtype.kind == "f" else np.dtype(np.float64)
-        one, minus_one, lo, slope = self._map_consts_for(dtype)
-        mapped = []
-        for i in range(2):
-            a = dtype.type(action[i])
-            clipped = min(max(a, minus_one[i]), one[i])
-            mapped.append(float((clipped + one[i]) * slope[i] + lo[i]))
-        accel, steer = mapped
-        beta = np.arctan(1 / 2 * np.tan(steer))
-        sin_beta = np.sin(beta)
-        dt = self.dt
-        x, y, heading, speed = self.x.item(), self.y.item(), self.heading.item(), self.speed.item()
-        for _ in range(self.config.frames):
-            direction = heading + beta
-            x += speed * np.cos(direction) * dt
-            y += speed * np.sin(direction) * dt
-            heading += speed * sin_beta / (CAR_LENGTH / 2) * dt
-            speed += accel * dt
-        self.x[0], self.y[0], self.heading[0], self.speed[0] = x, y, heading, speed
-
     # ---- collisions ------------------------------------------------------------------------------
 
     def _broad_phase(
@@ -422,7 +333,7 @@ class ParkingBatch:
         """
         reach = self._reach_slope * speed
         reach += self._reach_base
-        near = self._near_walls_only_fast(reach) if self._walls_only else self._near_obstacles(reach)
+        near = self._near_walls(reach) if self._walls_only else self._near_obstacles(reach)
         if self._any_impact:
             near |= self.has_impact
         if skip is not None:
@@ -442,11 +353,12 @@ class ParkingBatch:
         across = np.abs(dy * self.obst_cos - dx * self.obst_sin) - self._obst_shape[1]
         return np.logical_or.reduce(np.maximum(along, across) <= reach[:, None], axis=1)
 
-    def _near_walls_only_fast(self, reach: np.ndarray) -> np.ndarray:
-        """Twin of :meth:`_near_obstacles` when the obstacles are the 4 walls alone: a disc that stays
+    def _near_walls(self, reach: np.ndarray) -> np.ndarray:
+        """:meth:`_near_obstacles` for a lot whose obstacles are its 4 walls alone: a disc that stays
         inside the walls' inner edges (|x| = 34.5, |y| = 20.5) is clear of every wall. A looser test,
         so it keeps a superset of the lots, and a lot kept needlessly gets the exact test, which finds
-        no collision: the simulation's bits are the same either way."""
+        no collision: the simulation's bits are the same either way. It spares the default lot the
+        per-obstacle arithmetic of every step, single env and vector env alike."""
         return np.logical_or.reduce(np.abs(self._ego[:2]) + reach >= self._inner_edges, axis=0)
 
     def _pair_data(self, pairs: tuple[np.ndarray, np.ndarray] | None) -> tuple[np.ndarray, ...] | None:

@@ -1,15 +1,14 @@
-"""The four Fetch tasks as data, their validated arguments, and their pure goal functions.
+"""The four Fetch tasks' defaults, and the validated settings of a Fetch env.
 
-Nothing here touches MuJoCo: the task table and the goal functions (distance, reward, success, the
-Euler angles of the observation) are plain numpy, usable by a replay buffer on any batch, in any
-process.
+``task=`` picks one of :data:`TASKS` (reach, push, slide, pick-and-place); :class:`FetchSettings`
+checks every argument once and fills in that task's Gymnasium-Robotics v4 defaults. Nothing here
+touches MuJoCo.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from dataclasses import KW_ONLY, dataclass, fields
+from dataclasses import KW_ONLY, dataclass
 from typing import Any
 
 import numpy as np
@@ -17,20 +16,18 @@ import numpy as np
 from goalenvs._util import check_bool, check_int, check_real
 
 __all__ = [
+    "AIR_TARGET_MAX_HEIGHT",
+    "DEFAULT_SIZE",
+    "MIN_OBJECT_GRIPPER_DIST",
+    "POS_ACTION_SCALE",
     "REWARD_TYPES",
     "TASKS",
-    "SETTINGS",
+    "FetchDefaults",
     "FetchSettings",
-    "FetchTask",
-    "fetch_reward",
-    "fetch_success",
-    "goal_distance",
-    "mat2euler",
 ]
 
 FloatArray = np.ndarray
 
-_EPS4 = float(np.finfo(np.float64).eps * 4.0)
 MIN_OBJECT_GRIPPER_DIST = 0.1  # the object never starts closer than this (x-y) to the gripper
 AIR_TARGET_MAX_HEIGHT = 0.45  # metres above the table a target in the air may be
 POS_ACTION_SCALE = 0.05  # metres of mocap displacement per unit of action
@@ -41,8 +38,8 @@ _OBJECT_NEAR = [1.25, 0.53, 0.4, 1.0, 0.0, 0.0, 0.0]
 
 
 @dataclass(frozen=True)
-class FetchTask:
-    """Defaults of one Fetch task, as Gymnasium-Robotics' v4 class for it sets them."""
+class FetchDefaults:
+    """The defaults of one Fetch task, as Gymnasium-Robotics' v4 class for it sets them."""
 
     xml: str
     has_object: bool
@@ -58,8 +55,8 @@ class FetchTask:
 
 
 #: The four tasks, by the name the ``task`` argument takes.
-TASKS: dict[str, FetchTask] = {
-    "reach": FetchTask(
+TASKS: dict[str, FetchDefaults] = {
+    "reach": FetchDefaults(
         xml="reach.xml",
         has_object=False,
         block_gripper=True,
@@ -70,7 +67,7 @@ TASKS: dict[str, FetchTask] = {
         target_range=0.15,
         initial_qpos={"robot0:slide0": 0.4049, **_ROBOT_BASE},
     ),
-    "push": FetchTask(
+    "push": FetchDefaults(
         xml="push.xml",
         has_object=True,
         block_gripper=True,
@@ -81,7 +78,7 @@ TASKS: dict[str, FetchTask] = {
         target_range=0.15,
         initial_qpos={"robot0:slide0": 0.405, **_ROBOT_BASE, "object0:joint": _OBJECT_NEAR},
     ),
-    "slide": FetchTask(
+    "slide": FetchDefaults(
         xml="slide.xml",
         has_object=True,
         block_gripper=True,
@@ -96,7 +93,7 @@ TASKS: dict[str, FetchTask] = {
             "object0:joint": [1.7, 1.1, 0.41, 1.0, 0.0, 0.0, 0.0],
         },
     ),
-    "pick_and_place": FetchTask(
+    "pick_and_place": FetchDefaults(
         xml="pick_and_place.xml",
         has_object=True,
         block_gripper=False,
@@ -119,9 +116,8 @@ REWARD_TYPES = ("sparse", "dense")
 class FetchSettings:
     """Every argument of a Fetch env, validated, with the task's defaults filled in: written once.
 
-    ``FetchEnv(**kwargs)``, ``FetchVectorEnv(num_envs, **kwargs)`` and the registry's ids all build
-    one of these (the envs' signatures are made from its fields, and their attributes read it); a bad
-    value fails here with a one-line error naming it. ``None`` in a task-dependent field means that
+    ``FetchEnv(...)`` and ``FetchVectorEnv(num_envs, ...)`` pass their arguments into one of these
+    (and their attributes read it); a bad value fails here with a one-line error naming it. ``None`` in a task-dependent field means that
     task's Gymnasium-Robotics v4 value (see :data:`TASKS`). See ``FetchEnv`` for what each one means.
     """
 
@@ -190,10 +186,6 @@ class FetchSettings:
         return TASKS[self.task].has_object
 
 
-#: The names of FetchSettings' fields: the Fetch envs' keyword arguments (and attributes).
-SETTINGS = tuple(f.name for f in fields(FetchSettings))
-
-
 def _check_offset(value: Any) -> float | FloatArray:
     if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
         return check_real("target_offset", value)
@@ -203,78 +195,3 @@ def _check_offset(value: Any) -> float | FloatArray:
             f"target_offset must be a finite number or 3 finite numbers (x, y, z), got {value!r}"
         )
     return arr
-
-
-# ---- the goal functions -------------------------------------------------------------------------
-
-
-def goal_distance(goal_a: Any, goal_b: Any) -> FloatArray:
-    """Euclidean distance between goals over the last axis; any leading batch shape."""
-    a = np.asarray(goal_a)
-    b = np.asarray(goal_b)
-    if a.shape != b.shape:
-        raise ValueError(f"goal shapes differ: {a.shape} vs {b.shape}")
-    if a.ndim == 1 and a.dtype == np.float64 and b.dtype == np.float64:
-        # One goal (the per-step call): Python floats, with the same operations in the same order as
-        # the array expression below (so the same bits), at a fraction of numpy's per-call cost.
-        return np.float64(
-            math.sqrt(sum((x - y) * (x - y) for x, y in zip(a.tolist(), b.tolist(), strict=True)))
-        )
-    diff = a - b
-    # The same reduction as np.linalg.norm(axis=-1), without its dispatch overhead.
-    return np.sqrt(np.add.reduce(diff * diff, axis=-1))
-
-
-def fetch_reward(achieved_goal: Any, desired_goal: Any, distance_threshold: float, dense: bool) -> FloatArray:
-    """Fetch reward: ``-distance`` (dense) or ``-1.0``/``-0.0`` float32 by ``distance_threshold`` (sparse).
-
-    Sparse is Gymnasium-Robotics' ``-float32(d > threshold)`` on every finite distance, but written
-    ``not d <= threshold`` so that a NaN distance (a NaN goal) scores -1 and agrees with
-    :func:`fetch_success`, which calls it no success (``d > threshold`` is False for NaN: it scored
-    the success reward). Dense gives NaN there.
-    """
-    d = goal_distance(achieved_goal, desired_goal)
-    if dense:
-        return -d
-    if isinstance(d, np.generic):  # one goal: a numpy scalar, as Gymnasium-Robotics returns
-        return -np.float32(not d <= distance_threshold)
-    return -np.logical_not(d <= distance_threshold).astype(np.float32)
-
-
-def fetch_success(achieved_goal: Any, desired_goal: Any, distance_threshold: float) -> FloatArray:
-    """1.0 (float32) where the achieved goal is strictly within ``distance_threshold`` of the desired one
-    (0.0 where the distance is NaN)."""
-    d = goal_distance(achieved_goal, desired_goal)
-    if isinstance(d, np.generic):
-        return np.float32(d < distance_threshold)
-    return (d < distance_threshold).astype(np.float32)
-
-
-def mat2euler(mat: Any) -> FloatArray:
-    """Rotation matrices ``(..., 3, 3)`` to Euler angles ``(..., 3)``, Gymnasium-Robotics' convention.
-
-    The angles are those of the static x-y-z (roll, pitch, yaw) decomposition; near gimbal lock
-    (``cos(pitch) ~ 0``) roll is set to 0 and yaw absorbs the whole rotation about z.
-    """
-    m = np.asarray(mat, dtype=np.float64)
-    if m.shape[-2:] != (3, 3):
-        raise ValueError(f"mat2euler needs matrices of shape (..., 3, 3), got {m.shape}")
-    cos_pitch = np.sqrt(m[..., 2, 2] ** 2 + m[..., 1, 2] ** 2)
-    regular = cos_pitch > _EPS4
-    out = np.empty(m.shape[:-1])
-    out[..., 0] = np.where(regular, -np.arctan2(m[..., 1, 2], m[..., 2, 2]), 0.0)
-    out[..., 1] = -np.arctan2(-m[..., 0, 2], cos_pitch)
-    out[..., 2] = np.where(
-        regular, -np.arctan2(m[..., 0, 1], m[..., 0, 0]), -np.arctan2(-m[..., 1, 0], m[..., 1, 1])
-    )
-    return out
-
-
-def _euler_from_xmat(xmat: list[float]) -> tuple[float, float, float]:
-    """Scalar :func:`mat2euler` of one row-major 3x3 matrix given as 9 floats (the per-step path)."""
-    m00, m01, m02, m10, m11, m12, _, _, m22 = xmat
-    cos_pitch = math.sqrt(m22 * m22 + m12 * m12)
-    pitch = -math.atan2(-m02, cos_pitch)
-    if cos_pitch > _EPS4:
-        return -math.atan2(m12, m22), pitch, -math.atan2(m01, m00)
-    return 0.0, pitch, -math.atan2(-m10, m11)
