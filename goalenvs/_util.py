@@ -72,7 +72,7 @@ def time_limit(env: Any) -> tuple[int, int] | None:
     """
     import gymnasium as gym
 
-    from her.envfns import env_layers
+    from goalenvs.core import env_layers  # here, not at the top: goalenvs.core imports this module
 
     for layer in env_layers(env):
         if isinstance(layer, gym.wrappers.TimeLimit):
