@@ -58,7 +58,8 @@ from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy 
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as _SB3HerReplayBuffer
 
 from goalenvs.core import IDS_IN_WORKERS, resolve_env_attribute, resolve_env_function_or_reason
-from her.storage import GoalFn, HerStorage, readonly
+from her.specs import readonly
+from her.storage import GoalFn, HerStorage
 from her.strategies import GoalSelectionStrategy
 
 __all__ = ["HerReplayBuffer"]

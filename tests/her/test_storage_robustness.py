@@ -22,7 +22,7 @@ import pytest
 
 import goalenvs
 from her import HerStorage
-from her.storage import available_memory
+from her.specs import available_memory
 from tests.her import encoded as legacy
 from tests.her.test_her_storage import assert_same_storage
 
