@@ -509,11 +509,22 @@ class HerStorage:
         """Check, then write, one step (``m`` None) or a block of ``m`` steps."""
         self._enter("add" if m is None else "extend")
         try:
-            n, k = self.n_envs, len(self.obs_specs)
-            check_keys(obs, self.obs_specs, "observations")
-            check_keys(nxt, self.obs_specs, "next_observations")
-            keys = self.obs_specs.keys()
-            arrays = [*map(obs.__getitem__, keys), actions, rewards, term, trunc, *map(nxt.__getitem__, keys)]
+            n, k, keys = self.n_envs, len(self.obs_specs), self.obs_specs.keys()
+            try:  # both dicts of the space's keys (as many, each there)
+                arrays = [
+                    *map(obs.__getitem__, keys),
+                    actions,
+                    rewards,
+                    term,
+                    trunc,
+                    *map(nxt.__getitem__, keys),
+                ]
+                usual = type(obs) is dict and type(nxt) is dict and len(obs) == len(nxt) == k
+            except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+                usual = False
+            if not usual:
+                check_keys(obs, self.obs_specs, "observations")
+                check_keys(nxt, self.obs_specs, "next_observations")
             labels, specs = self._step_fields if m is None else self._fields((m, n))
             # The usual step has exactly the spaces' shapes and dtypes: one comparison of them all
             # instead of the full check of each array (which costs more than the write itself).
@@ -523,8 +534,11 @@ class HerStorage:
                 usual = False
             if not usual:
                 arrays = self._checked(arrays, labels, specs, m)
+            terminated, truncated = arrays[k + 2], arrays[k + 3]
+            ends = np.count_nonzero(terminated) or np.count_nonzero(truncated)
+            done = (terminated | truncated).reshape(-1) if ends else None
             if self.check_finite:
-                self._check_finite(arrays, labels, specs, m)
+                self._check_finite(arrays, labels, specs, m, done)
             if m is not None:  # a block: (steps * envs, ...), time-major, as steps are
                 arrays = [a.reshape(m * n, *a.shape[2:]) for a in arrays]
             columns, next_obs = dict(zip(self._row_names, arrays[: k + 4], strict=True)), arrays[k + 4 :]
@@ -534,9 +548,10 @@ class HerStorage:
             for start in range(0, m * n, T * n):  # chunks of T steps at most: a chunk writes each row once
                 if m > T:
                     chunk = slice(start, start + T * n)
-                    self._write({name: a[chunk] for name, a in columns.items()}, [a[chunk] for a in next_obs])
+                    self._write({name: a[chunk] for name, a in columns.items()}, [a[chunk] for a in next_obs],
+                                None if done is None else done[chunk])  # fmt: skip
                 else:
-                    self._write(columns, next_obs)
+                    self._write(columns, next_obs, done)
         finally:
             self._lock.release()
 
@@ -551,7 +566,7 @@ class HerStorage:
                 for a, label, (shape, dtype), bound, kind in zip(arrays, labels, specs, bounds, kinds, strict=True)]  # fmt: skip
 
     def _check_finite(
-        self, arrays: list[Any], labels: list[str], specs: tuple[Spec, ...], m: int | None
+        self, arrays: list[Any], labels: list[str], specs: tuple[Spec, ...], m: int | None, done: Any
     ) -> None:
         """Raise unless the float values stored are finite (as stored: 1e300 is inf in float32).
 
@@ -570,8 +585,7 @@ class HerStorage:
         if not math.isfinite(abs(total)):
             for i in self._float_fields:
                 checked(arrays[i], *specs[i], labels[i], text, True, env_axis=env_axis)
-        if np.count_nonzero(arrays[k + 2]) or np.count_nonzero(arrays[k + 3]):
-            done = (arrays[k + 2] | arrays[k + 3]).reshape(-1)
+        if done is not None:  # (the episode ends of the step or block, flat)
             for label, value in zip(labels[k + 4 :], arrays[k + 4 :], strict=True):
                 ended = value.reshape(len(done), -1)[done]
                 if ended.dtype.kind in "fc" and not np.isfinite(ended).all():
@@ -602,9 +616,12 @@ class HerStorage:
                 raise ValueError(f"info[{key!r}] must have shape {shape}, got {out[f'info/{key}'].shape[1:]}")
         return out
 
-    def _write(self, columns: dict[str, np.ndarray], next_obs: list[np.ndarray]) -> None:
+    def _write(
+        self, columns: dict[str, np.ndarray], next_obs: list[np.ndarray], ended: np.ndarray | None
+    ) -> None:
         """Write ``m <= T`` checked steps from row ``pos`` on: ``columns`` the values of per-row arrays
-        by name, ``next_obs`` the next observations, each ``m * n_envs`` entries (time-major)."""
+        by name, ``next_obs`` the next observations, ``ended`` the episode ends (None: none), each of
+        ``m * n_envs`` entries (time-major)."""
         T, n, p = self.steps_per_env, self.n_envs, self.pos
         m = len(columns["reward"]) // n
         if self.full or p + m > T:  # rows written before are overwritten: their episodes leave
@@ -618,10 +635,6 @@ class HerStorage:
                 array[p * n : p * n + head], array[: m * n - head] = value[:head], value[head:]
         # Copies: the caller may change its arrays.
         self._pending = {key: v[-n:].copy() for key, v in zip(self.obs_specs, next_obs, strict=True)}
-        terminated, truncated = columns["terminated"], columns["truncated"]
-        ended = (
-            terminated | truncated if np.count_nonzero(terminated) or np.count_nonzero(truncated) else None
-        )
         first_step = self._steps
         self._steps += m
         self.full = self.full or p + m >= T
