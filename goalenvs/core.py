@@ -436,4 +436,3 @@ def resolve_env_function_or_reason(env: Any, name: str, functions_only: bool = T
 
 def _found(function: Any, name: str) -> tuple[Callable[..., Any] | None, str]:
     return (function, "") if function is not None else (None, f"the env defines no {name}")
-

@@ -37,19 +37,19 @@ KNOWN_PRIVATE_IMPORTS = {
 }
 
 
-def sources(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+def sources(package: str, root: Path = ROOT) -> list[tuple[Path, str]]:
+    """``(path, module name)`` of every source file of ``package`` under ``root``."""
+    out = []
+    for path in sorted((root / package).rglob("*.py")):
+        parts = path.relative_to(root).with_suffix("").parts
+        out.append((path, ".".join(parts[:-1] if parts[-1] == "__init__" else parts)))
+    return out
 
 
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports(path: Path) -> list[tuple[str, list[str], int]]:
+def imports(path: Path, module: str) -> list[tuple[str, list[str], int]]:
     """``(module, names, line)`` of every import in ``path`` (relative imports made absolute)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    package = module_name(path).split(".") if path.name == "__init__.py" else module_name(path).split(".")[:-1]
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -63,7 +63,9 @@ def imports(path: Path) -> list[tuple[str, list[str], int]]:
 
 
 def test_importing_every_goalenvs_module_imports_no_her():
-    names = [m.name for m in pkgutil.walk_packages(goalenvs.__path__, "goalenvs.") if "__main__" not in m.name]
+    names = [
+        m.name for m in pkgutil.walk_packages(goalenvs.__path__, "goalenvs.") if "__main__" not in m.name
+    ]
     script = (
         "import importlib, json, sys\n"
         f"for name in {names!r}:\n"
@@ -74,38 +76,42 @@ def test_importing_every_goalenvs_module_imports_no_her():
         "            raise\n"
         "print(json.dumps(sorted(m for m in sys.modules if m == 'her' or m.startswith('her.'))))\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1]) == []
     assert len(names) > 20  # the walk found the package's modules
 
 
-def test_no_goalenvs_source_imports_her():
-    offenders = [
-        f"{path.relative_to(ROOT)}:{line} imports {module}"
-        for path in sources("goalenvs")
-        for module, _, line in imports(path)
+def her_imports(root: Path = ROOT) -> list[str]:
+    return [
+        f"{path.name}:{line} imports {module}"
+        for path, name in sources("goalenvs", root)
+        for module, _, line in imports(path, name)
         if module == "her" or module.startswith("her.")
     ]
-    assert offenders == []
+
+
+def test_no_goalenvs_source_imports_her():
+    assert her_imports() == []
 
 
 def test_her_imports_only_goalenvs_core():
     offenders = [
         f"{path.relative_to(ROOT)}:{line} imports {module}"
-        for path in sources("her")
-        for module, _, line in imports(path)
+        for path, name in sources("her")
+        for module, _, line in imports(path, name)
         if (module == "goalenvs" or module.startswith("goalenvs.")) and module != "goalenvs.core"
     ]
     assert offenders == []
 
 
-def private_imports(package: str) -> set[tuple[str, str, str]]:
+def private_imports(package: str, root: Path = ROOT) -> set[tuple[str, str, str]]:
     """``(importing module, imported module, name)`` of every underscore name imported across modules."""
     found = set()
-    for path in sources(package):
-        here = module_name(path)
-        for module, names, _ in imports(path):
+    for path, here in sources(package, root):
+        for module, names, _ in imports(path, here):
             if module == "__future__" or module == here or not module.startswith(PACKAGES):
                 continue
             if module.split(".")[0] not in PACKAGES:
@@ -121,14 +127,14 @@ def test_no_underscore_name_is_imported_across_modules(package):
     assert private_imports(package) - KNOWN_PRIVATE_IMPORTS == set()
 
 
-def test_the_scans_see_what_they_look_for(tmp_path, monkeypatch):
-    # The scans would pass vacuously if they read nothing: a planted module trips each of them.
-    planted = ROOT / "goalenvs" / "_planted_for_test.py"
-    monkeypatch.setattr(sys.modules[__name__], "sources", lambda package: [planted] if package == "goalenvs" else [])
-    planted.write_text("from her.storage import readonly\nfrom goalenvs.core import _found\n", encoding="utf-8")
-    try:
-        with pytest.raises(AssertionError):
-            test_no_goalenvs_source_imports_her()
-        assert private_imports("goalenvs") == {("goalenvs._planted_for_test", "goalenvs.core", "_found")}
-    finally:
-        planted.unlink()
+def test_the_scans_see_what_they_look_for(tmp_path):
+    # The scans would pass vacuously if they read nothing: a planted package trips each of them.
+    (tmp_path / "goalenvs" / "sub").mkdir(parents=True)
+    (tmp_path / "goalenvs" / "sub" / "__init__.py").write_text(
+        "from ..core import _found\n", encoding="utf-8"
+    )
+    (tmp_path / "goalenvs" / "mod.py").write_text(
+        "from her.storage import HerStorage\nfrom goalenvs.mod import _own\n", encoding="utf-8"
+    )
+    assert her_imports(tmp_path) == ["mod.py:1 imports her.storage"]
+    assert private_imports("goalenvs", tmp_path) == {("goalenvs.sub", "goalenvs.core", "_found")}

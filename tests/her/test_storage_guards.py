@@ -122,12 +122,18 @@ def test_values_infinite_as_stored_are_refused():
     # 1e300 is finite in float64 and inf in float32 (actions, rewards): the check is on the stored value.
     storage = make()
     obs, actions, rewards, terminated, truncated, infos, nxt = next(encoded.encoded_steps(1, 1, [[5]]))
-    with pytest.raises(ValueError, match=r"^actions holds non-finite values \(NaN or inf\) for env\(s\) \[0\]"):
+    with pytest.raises(
+        ValueError, match=r"^actions holds non-finite values \(NaN or inf\) for env\(s\) \[0\]"
+    ):
         storage.add(obs, np.array([[1e300, 0.0]]), rewards, terminated, truncated, infos, nxt)
-    with pytest.raises(ValueError, match=r"^rewards holds non-finite values \(NaN or inf\) for env\(s\) \[0\]"):
+    with pytest.raises(
+        ValueError, match=r"^rewards holds non-finite values \(NaN or inf\) for env\(s\) \[0\]"
+    ):
         storage.add(obs, actions, np.array([1e300]), terminated, truncated, infos, nxt)
     assert storage.num_transitions == 0
-    storage.add(obs, actions.astype(np.float64), rewards.astype(np.float64), terminated, truncated, infos, nxt)
+    storage.add(
+        obs, actions.astype(np.float64), rewards.astype(np.float64), terminated, truncated, infos, nxt
+    )
     assert storage.num_transitions == 1
 
 
