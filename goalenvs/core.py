@@ -14,6 +14,7 @@ any other goal, without touching the environment's state.
 This module is the one place that finds an env's goal functions through its wrappers (the checker,
 the wrappers and her's relabelling all use :func:`locate_env_attribute` / :func:`resolve_env_function`).
 The ``her`` package imports this module and nothing else of goalenvs; goalenvs imports nothing of her.
+The few small checks both use (``check_int``, ``check_bool``, per-env infos) are defined at the end.
 """
 
 from __future__ import annotations
@@ -27,10 +28,6 @@ from typing import Any, Generic, TypeVar
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
-
-# Shared small helpers, defined once in goalenvs._util: also offered here because her, which may
-# import nothing of goalenvs but this module, uses them too.
-from goalenvs._util import check_bool, check_int, env_info, env_infos, object_array
 
 __all__ = [
     "GOAL_FUNCTIONS",
@@ -49,6 +46,7 @@ __all__ = [
     "info_values",
     "locate_env_attribute",
     "object_array",
+    "range_text",
     "resolve_env_attribute",
     "resolve_env_function",
     "resolve_env_function_or_reason",
@@ -436,3 +434,90 @@ def resolve_env_function_or_reason(env: Any, name: str, functions_only: bool = T
 
 def _found(function: Any, name: str) -> tuple[Callable[..., Any] | None, str]:
     return (function, "") if function is not None else (None, f"the env defines no {name}")
+
+
+# ---------------------------------------------------------------------------- shared small helpers
+# Argument checks and per-env infos: goalenvs' envs and wrappers (through goalenvs._util) and her use them.
+
+
+def check_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
+    """``value`` as an int, or a one-line error naming ``name`` and the accepted range.
+
+    Bools are refused (``True`` is an int to Python, never a count to a user).
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be{range_text(low, high)}, got {value}")
+    return int(value)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` if it is a bool (numpy's included), else a one-line error."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__} ({value!r})")
+    return bool(value)
+
+
+def range_text(low: float | None, high: float | None, strict: bool = False) -> str:
+    """The accepted range in an error message: `` in [low, high]``, `` >= low``, ... (empty if none)."""
+    lo, hi = (">", "<") if strict else (">=", "<=")
+    if low is not None and high is not None:
+        return f" in [{low}, {high}]" if not strict else f" in ({low}, {high})"
+    if low is not None:
+        return f" {lo} {low}"
+    if high is not None:
+        return f" {hi} {high}"
+    return ""
+
+
+def env_info(infos: Any, i: int, n: int | None = None) -> dict[str, Any]:
+    """Env ``i``'s info from a vector step's infos.
+
+    ``infos`` is Gymnasium's dict of arrays (a key counts for env ``i`` where its ``"_" + key`` mask
+    is True or absent; nested dicts such as ``final_info`` are sliced the same way), a sequence of
+    per-env dicts (stable-baselines3's ``VecEnv``), or None (an empty dict). Only numpy arrays with a
+    leading axis (of length ``n``, when given) are sliced; any other value is shared by every env.
+    """
+    if infos is None:
+        return {}
+    if not isinstance(infos, Mapping):
+        item = infos[i]
+        return dict(item) if isinstance(item, Mapping) else item
+    out: dict[str, Any] = {}
+    for key, value in infos.items():
+        if key.startswith("_"):
+            continue
+        mask = infos.get("_" + key)
+        if mask is not None and not np.asarray(mask)[i]:
+            continue
+        if isinstance(value, Mapping):
+            out[key] = env_info(value, i, n)
+        elif isinstance(value, np.ndarray) and value.ndim >= 1 and (n is None or len(value) == n):
+            out[key] = value[i]
+        else:
+            out[key] = value
+    return out
+
+
+def env_infos(infos: Any, n_envs: int) -> list[Any]:
+    """The ``n_envs`` per-env infos of a vector step (see :func:`env_info`); None gives Nones."""
+    if infos is None:
+        return [None] * n_envs
+    if not isinstance(infos, Mapping):
+        if not isinstance(infos, (Sequence, np.ndarray)):
+            raise TypeError(
+                f"infos must be None, a list of dicts or a dict of arrays, got {type(infos).__name__}"
+            )
+        if len(infos) != n_envs:
+            raise ValueError(f"infos must have one entry per env ({n_envs}), got {len(infos)}")
+        return list(infos)
+    return [env_info(infos, i, n_envs) for i in range(n_envs)]
+
+
+def object_array(items: Sequence[Any]) -> np.ndarray:
+    """A 1-d object array holding ``items`` as they are (``np.array`` would nest sequences)."""
+    out = np.empty(len(items), dtype=object)
+    for i, item in enumerate(items):
+        out[i] = item
+    return out
