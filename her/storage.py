@@ -526,8 +526,9 @@ class HerStorage:
                 check_keys(obs, self.obs_specs, "observations")
                 check_keys(nxt, self.obs_specs, "next_observations")
             labels, specs = self._step_fields if m is None else self._fields((m, n))
-            # The usual step has exactly the spaces' shapes and dtypes: one comparison of them all
-            # instead of the full check of each array (which costs more than the write itself).
+            # Every step of a training run but a faulty one has exactly the spaces' shapes and dtypes:
+            # one comparison of them all instead of the full check of each array, which would cost
+            # more than the write itself on every env step.
             try:
                 usual = tuple(map(SHAPE_AND_DTYPE, arrays)) == specs and self.action_bounds is None
             except AttributeError:  # not arrays
@@ -574,8 +575,9 @@ class HerStorage:
         """
         k, n, env_axis, text = len(self.obs_specs), self.n_envs, int(m is not None), "n_envs={}"
         # One sum of all the float values: finite only if each is (or a false alarm from an overflow of
-        # huge ones, which the exact test of each array then lets pass). A step's few values summed in
-        # Python (tolist) cost a third of a numpy call per array, on the add of every env step.
+        # huge ones, which the exact test of each array then lets pass). add runs on every env step of
+        # a training run: a step's few values are summed in Python (tolist), a third of the cost of a
+        # numpy call per array; a block's many in numpy.
         total = sum(
             [
                 sum(a.ravel().tolist()) if a.size < 256 else a.sum()
@@ -806,8 +808,8 @@ class HerStorage:
         for key, final in self._finals.items():
             next_obs[key] = data[f"obs/{key}"].take(next_index, axis=0)
             next_obs[key][last] = final[slot[last]]
-        # take, not indexing: a third of the time of a gather of random rows (at 1M transitions, most
-        # of a sample).
+        # take, not indexing: as plain, and a third of the time for random rows of a large ring, which
+        # is most of a sample; sampling is called once per gradient update of a training run.
         terminated = data["terminated"].take(index)
         batch = {
             "observations": {key: data[f"obs/{key}"].take(index, axis=0) for key in self.obs_specs},
