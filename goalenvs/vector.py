@@ -47,6 +47,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from goalenvs._util import check_bool, check_int, check_render_mode
+from goalenvs.core import ConcurrentUseError  # defined with the contract: her raises it too
 from goalenvs.task import Task, TaskGoalFunctions, as_actions
 
 __all__ = [
@@ -70,11 +71,6 @@ class ClosedVectorEnvError(gym.error.ClosedEnvironmentError, RuntimeError):
     Both Gymnasium's ``ClosedEnvironmentError`` (what ``AsyncVectorEnv`` raises) and a ``RuntimeError``,
     so either ``except`` catches it.
     """
-
-
-class ConcurrentUseError(RuntimeError):
-    """An env (a native vector env, or a ``FetchEnv``) was entered from a second thread while another
-    thread was inside it."""
 
 
 def check_autoreset_mode(mode: Any) -> AutoresetMode:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from her.envfns import resolve_env_function
+from goalenvs.core import resolve_env_function
 from her.storage import GoalFn, HerStorage
 from her.strategies import GoalSelectionStrategy, parse_strategy, register_strategy
 

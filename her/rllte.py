@@ -69,7 +69,7 @@ import numpy as np
 import torch as th
 from gymnasium import spaces
 
-from her._checks import check_bool, check_int
+from goalenvs.core import check_bool, check_int
 from her.storage import GoalFn, HerStorage
 from her.strategies import parse_strategy
 

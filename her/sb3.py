@@ -13,7 +13,7 @@ parent's storage is built or used. What differs from stable-baselines3's buffer:
 * storage: each observation is stored once (see :mod:`her.storage`), no info dicts unless
   ``copy_info_dict=True``; sampling is O(batch), not O(buffer);
 * relabelled rewards come from the env's ``compute_reward`` resolved once into a function of this
-  process (see :mod:`her.envfns`), also behind a ``SubprocVecEnv``;
+  process (see :func:`goalenvs.core.resolve_env_function`), also behind a ``SubprocVecEnv``;
 * the ``infos`` argument of ``compute_reward``: the info entries the env declares in
   ``reward_info_keys`` (or ``info_keys=``), stored as columns and passed as a dict of arrays
   ``{key: (B, ...)}`` (Parking's crash flag: relabelled crashes keep their penalty by default);
@@ -57,8 +57,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from stable_baselines3.her.goal_selection_strategy import GoalSelectionStrategy as _SB3Strategy
 from stable_baselines3.her.her_replay_buffer import HerReplayBuffer as _SB3HerReplayBuffer
 
-from her.envfns import IDS_IN_WORKERS, resolve_env_attribute, resolve_env_function_or_reason
-from her.storage import GoalFn, HerStorage, _readonly
+from goalenvs.core import IDS_IN_WORKERS, resolve_env_attribute, resolve_env_function_or_reason
+from her.specs import readonly
+from her.storage import GoalFn, HerStorage
 from her.strategies import GoalSelectionStrategy
 
 __all__ = ["HerReplayBuffer"]
@@ -349,7 +350,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
     def dones(self) -> np.ndarray:
         """``(buffer_size, n_envs)`` float32: 1 where the step ended its episode (terminated or truncated)."""
         done = self._storage.rows("terminateds") | self._storage.rows("truncateds")
-        return _readonly(done.astype(np.float32))
+        return readonly(done.astype(np.float32))
 
     @dones.setter
     def dones(self, value: np.ndarray) -> None:
@@ -359,7 +360,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
     def timeouts(self) -> np.ndarray:
         """``(buffer_size, n_envs)`` float32: 1 where a time limit ended the episode, if timeouts are handled."""
         truncated = self._storage.rows("truncateds").astype(np.float32)
-        return _readonly(truncated if self.handle_timeout_termination else np.zeros_like(truncated))
+        return readonly(truncated if self.handle_timeout_termination else np.zeros_like(truncated))
 
     @timeouts.setter
     def timeouts(self, value: np.ndarray) -> None:
@@ -417,19 +418,12 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         done: np.ndarray,
         infos: list[dict[str, Any]],
     ) -> None:
-        if self.n_envs == 1:
-            # One env: Python scalars are much cheaper than one-element array operations.
-            ended = bool(done[0])
-            timeout = ended and bool(infos[0].get("TimeLimit.truncated", False))
-            terminated: Any = ended and not timeout
-            truncated: Any = timeout
-        else:
-            ended_arr = np.asarray(done, dtype=bool).reshape(self.n_envs)
-            timeouts = np.fromiter(
-                (info.get("TimeLimit.truncated", False) for info in infos), bool, self.n_envs
-            )
-            truncated = ended_arr & timeouts
-            terminated = ended_arr & ~timeouts
+        ended = np.asarray(done, dtype=bool).reshape(self.n_envs)
+        if any(info.get("TimeLimit.truncated", False) for info in infos):
+            timeouts = np.array([info.get("TimeLimit.truncated", False) for info in infos], dtype=bool)
+            terminated, truncated = ended & ~timeouts, ended & timeouts
+        else:  # most steps: no time limit reached (and no array made)
+            terminated, truncated = ended, np.zeros(self.n_envs, dtype=bool)
         # The timeout flag is kept whatever handle_timeout_termination says: sample() decides whether
         # it cancels `done`, and recompute_terminated needs it either way.
         self._storage.add(obs, action, reward, terminated, truncated, infos, next_obs)

@@ -1,63 +1,61 @@
 """Episode-aware ring storage for Hindsight Experience Replay, free of any RL framework.
 
-Layout (stable-baselines3's lockstep layout, so ``capacity`` means the same thing): a ring of
-``T = capacity // n_envs`` rows, each row one step of every env. A row of an env is one record of
-a structured dtype (observation entries, action, reward, flags, episode id side by side): sampling
-gathers whole records through an opaque byte view, one memcpy per record, where separate arrays
-would cost one cache miss each per sampled row.
+Layout, as stable-baselines3's (so ``capacity`` means the same): a ring of ``T = capacity // n_envs``
+rows, each row one step of every env. Each stored quantity is one array of ``T * n_envs`` entries,
+entry ``row * n_envs + env`` (plain index arithmetic; :meth:`HerStorage.rows` shows them as
+``(T, n_envs, ...)``).
 
-Each observation is stored **once**: within an episode the next observation of step ``t`` is the
-observation of step ``t + 1``, the next row's (a copy of row 0 after the last row, made by each
-sample, makes that true of the last row too). The next observation of an episode's last step (its
-final observation) is kept in a table of episodes, with the episode's first row and length. For
-50-step episodes this halves the memory of storing ``obs`` and ``next_obs`` side by side.
+Each observation is stored **once**. Within an episode the next observation of step ``t`` is the
+observation of step ``t + 1``, in the next row. The next observation of an episode's last step (its
+final observation) is kept in a table of episodes, beside the episode's first row and length. For
+50-step episodes this halves the memory that storing ``obs`` and ``next_obs`` side by side takes.
 
-Which transitions can be sampled: those of the complete episodes still whole in the ring. Rows are
-written in order, so per env they form one (circular) window of rows, from the first row of the
-oldest whole episode to the row before the unfinished episode. An episode leaves the window as a
-whole when the ring overwrites its first row. Sampling is then O(batch): a uniform draw over all
-windows names an env and a row; the row's episode id gives its bounds in the episode table.
+Which transitions can be sampled: those of the complete episodes still whole in the ring. Per env
+they form one circular *window* of rows, from the first row of its oldest whole episode on
+(``window_start``, ``window_len``). Writing row ``p`` drops the episode that starts there from its
+env's window. Sampling is then O(batch): a uniform draw over all windows names an env and a row, and
+the row's episode id gives the episode's bounds in the table.
 
-Episodes get their id when they end (ids count episode ends, so ids grow with time): the table
-is a ring of ``F`` entries, entry ``id % F``, doubled whenever an entry still in use would be
-overwritten (short episodes never evict long-lived ones).
+Episodes get their id when they end (ids count episode ends). The table is a ring of ``F`` entries
+(entry ``id % F``), doubled whenever the entry to reuse still holds an episode in the ring.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
+import operator
+import threading
 import warnings
 from collections.abc import Callable, Mapping
-from operator import attrgetter, itemgetter
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
-from her._checks import check_array, check_int, check_keys, env_infos
+from goalenvs.core import ConcurrentUseError, check_int, env_infos, object_array
+from her.specs import (
+    Spec,
+    action_spec,
+    available_memory,
+    check_keys,
+    checked,
+    field_specs,
+    integer_bounds,
+    non_finite,
+    readonly,
+    specs_text,
+)
 from her.strategies import GoalSelectionStrategy, goal_step_offsets, parse_strategy
 
-__all__ = ["GoalFn", "HerStorage", "available_memory"]
+__all__ = ["GoalFn", "HerStorage"]
 
 #: ``fn(achieved_goal, desired_goal, infos) -> array of shape (B,)``, as ``GoalEnv.compute_reward``.
 GoalFn = Callable[[np.ndarray, np.ndarray, Any], Any]
 
-Spec = tuple[tuple[int, ...], np.dtype]
-GOAL_KEYS = ("achieved_goal", "desired_goal")
-ROW_NAMES = (
-    "observations",
-    "next_observations",
-    "actions",
-    "rewards",
-    "terminateds",
-    "truncateds",
-    "episode_starts",
-    "episode_lengths",
-    "infos",
-)
-_SIGNATURE = attrgetter("shape", "dtype")
-_INITIAL_EPISODES = 16
+SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype")
+ROW_NAMES = ("observations", "next_observations", "actions", "rewards", "terminateds", "truncateds",
+             "episode_starts", "episode_lengths", "infos")  # fmt: skip
+FIRST_TABLE_SIZE = 16  # episode table entries at first (a power of two, doubled as needed)
 
 
 class HerStorage:
@@ -67,7 +65,8 @@ class HerStorage:
         capacity: number of transitions kept (``capacity // n_envs`` steps per environment).
         observation_space: the goal env's ``spaces.Dict`` (or ``{key: (shape, dtype)}``); it must hold
             ``achieved_goal`` and ``desired_goal`` of the same shape and dtype.
-        action_space: the action space (or a ``(shape, dtype)`` pair).
+        action_space: the action space (or a ``(shape, dtype)`` pair). Integer actions must lie in the
+            space (``Discrete``, ``MultiDiscrete``, ``MultiBinary``, an integer ``Box``).
         reward_fn: ``reward_fn(achieved_goal, desired_goal, infos)`` returning rewards of shape ``(B,)``,
             usually the env's ``compute_reward`` (see :meth:`from_env`). ``infos``: with
             ``info_keys``, a dict ``{key: (B, ...) array}`` of the stored info columns; else with
@@ -95,16 +94,22 @@ class HerStorage:
             ``Generator``, or ``None`` for fresh entropy). NumPy's global random state is never used.
         pickle_functions: whether pickling keeps ``reward_fn`` and ``terminated_fn``; ``False``
             pickles them as ``None`` (give them again after loading, with :meth:`set_functions`).
-        check_finite: refuse float observations, actions and rewards that are NaN or infinite.
+        check_finite: refuse float observations, actions and rewards that are NaN or infinite (as
+            stored: a float64 1e300 is infinite in a float32 field).
 
     Writing: :meth:`add` stores one step of every env, :meth:`extend` a block of steps (whole
     episodes, a dataset); both copy what they store. A step or block whose arrays do not match the
-    spaces (shape, dtype kind, keys) is refused with a one-line error before anything is stored.
+    spaces (shape, dtype kind, keys, values the dtype cannot hold) is refused with a one-line error
+    before anything is stored. One thread at a time: a second thread entering a storage another is
+    in gets :class:`~goalenvs.core.ConcurrentUseError`.
 
     :meth:`sample` returns a finished batch: ``{"observations": {key: (B, ...)}, "actions",
     "rewards", "next_observations": {key: ...}, "terminateds", "truncateds", "relabelled"}`` (rewards
     and flags float32, ``relabelled`` bool); the last ``int(share * B)`` entries are relabelled: new
     desired goal in both observations, reward (and with ``recompute_terminated`` the flag) recomputed.
+
+    Pickling saves what is stored (the rows written so far, not the whole capacity); loading
+    allocates the full capacity again.
     """
 
     def __init__(
@@ -128,6 +133,7 @@ class HerStorage:
     ) -> None:
         capacity = check_int("capacity", capacity, 1)
         self.n_envs = check_int("n_envs", n_envs, 1)
+        self.steps_per_env = max(capacity // self.n_envs, 1)
         self.n_sampled_goal = check_int("n_sampled_goal", n_sampled_goal, 0)
         self.goal_selection_strategy = parse_strategy(goal_selection_strategy)
         # Same expression as stable-baselines3, so int(her_ratio * batch_size) agrees to the last bit.
@@ -138,31 +144,30 @@ class HerStorage:
         self.set_functions(reward_fn, terminated_fn)
         self.pickle_functions = bool(pickle_functions)
         self.copy_info_dict = bool(copy_info_dict)
-        self.info_specs: dict[str, Spec] | None = None  # the info columns' specs, once known
-        self.info_keys: tuple[str, ...] = ()
-        if isinstance(info_keys, Mapping):
-            self.info_specs = {
-                key: (tuple(shape), np.dtype(dtype)) for key, (shape, dtype) in info_keys.items()
-            }
-            self.info_keys = tuple(self.info_specs)
-        elif info_keys is not None:
-            self.info_keys = tuple(info_keys)
-        self.device = device
         self.check_finite = bool(check_finite)
+        self.device = device
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         self.obs_specs = field_specs(observation_space)
         self.action_spec = action_spec(action_space)
-        self.obs_names = {key: f"obs:{key}" for key in self.obs_specs}
-        fields = {self.obs_names[key]: spec for key, spec in self.obs_specs.items()}
-        fields["action"] = self.action_spec
-        fields["reward"] = ((), np.dtype(np.float32))
-        fields["terminated"] = fields["truncated"] = ((), np.dtype(bool))
-        fields["episode"] = ((), np.dtype(np.int64))  # the id of the row's episode, once it ended
-        self.record = record_dtype(fields, last="episode")
-        self._keys = tuple(self.obs_specs)
-        self._getters()
-        self._fields = (*self.obs_names.values(), "action", "reward", "terminated", "truncated")
-        self.steps_per_env = max(capacity // self.n_envs, 1)
+        self.action_bounds = integer_bounds(action_space)  # (low, high) of integer actions, or None
+        self.info_specs: dict[str, Spec] | None = None  # the info columns' specs, once known
+        self.info_keys: tuple[str, ...] = ()
+        if isinstance(info_keys, Mapping):
+            self.info_specs = {key: (tuple(s), np.dtype(d)) for key, (s, d) in info_keys.items()}
+            self.info_keys = tuple(self.info_specs)
+        elif info_keys is not None:
+            self.info_keys = tuple(info_keys)
+        self._lock = threading.Lock()
+        self._row_names = (
+            *(f"obs/{key}" for key in self.obs_specs),
+            "action",
+            "reward",
+            "terminated",
+            "truncated",
+        )
+        self._step_fields = self._fields((self.n_envs,))
+        self._float_fields = [i for i, (_, dtype) in enumerate(self._step_fields[1][: len(self.obs_specs) + 2])
+                              if dtype.kind in "fc"]  # fmt: skip
         self._warn_if_beyond_memory()
         self._allocate()
 
@@ -172,9 +177,10 @@ class HerStorage:
 
         Takes the spaces and number of envs from ``env``, its ``compute_reward`` (and
         ``compute_terminated`` when defined), resolved once to functions of this process, and its
-        ``reward_info_keys`` (see :mod:`her.envfns`). Other keyword arguments go to the constructor.
+        ``reward_info_keys`` (see :func:`goalenvs.core.resolve_env_function`). Other keyword
+        arguments go to the constructor.
         """
-        from her.envfns import resolve_env_attribute, resolve_env_function, resolve_env_function_or_reason
+        from goalenvs.core import resolve_env_attribute, resolve_env_function, resolve_env_function_or_reason
 
         obs_space = getattr(env, "single_observation_space", None) or env.observation_space
         act_space = getattr(env, "single_action_space", None) or env.action_space
@@ -216,9 +222,9 @@ class HerStorage:
         given = (field_specs(observation_space), action_spec(action_space))
         if given != stored:
             raise ValueError(
-                f"this HerStorage holds steps of observation_space {_specs_text(stored[0])} and action_space "
-                f"{_spec_text(stored[1])}, not of the observation_space {_specs_text(given[0])} and "
-                f"action_space {_spec_text(given[1])} given; build a new storage for these spaces"
+                f"this HerStorage holds steps of observation_space {specs_text(stored[0])} and action_space "
+                f"{specs_text(stored[1])}, not of the observation_space {specs_text(given[0])} and "
+                f"action_space {specs_text(given[1])} given; build a new storage for these spaces"
             )
         if n_envs is not None and n_envs != self.n_envs:
             raise ValueError(
@@ -226,15 +232,25 @@ class HerStorage:
                 "build a new storage for this number of envs"
             )
 
-    # ------------------------------------------------------------------ state
+    # ------------------------------------------------------------------ the arrays
+    def _row_specs(self) -> dict[str, Spec]:
+        """``{name: (shape, dtype)}`` of every per-row array (entry ``row * n_envs + env``)."""
+        specs = {f"obs/{key}": spec for key, spec in self.obs_specs.items()}
+        specs["action"] = self.action_spec
+        specs["reward"] = ((), np.dtype(np.float32))
+        specs["terminated"] = specs["truncated"] = ((), np.dtype(bool))
+        specs["episode"] = ((), np.dtype(np.int64))  # the id of the row's ended episode, -1 before
+        specs.update({f"info/{key}": spec for key, spec in (self.info_specs or {}).items()})
+        if self.copy_info_dict:
+            specs["info_dict"] = ((), np.dtype(object))
+        return specs
+
     def planned_nbytes(self) -> int:
         """Bytes of the arrays the storage allocates (all of :attr:`nbytes`), known before allocating."""
         rows = self.steps_per_env * self.n_envs
-        infos = rows * np.dtype(object).itemsize if self.copy_info_dict else 0
-        episodes = _INITIAL_EPISODES * (self.record.itemsize + 3 * 8)
-        return (
-            rows * self.record.itemsize + infos + episodes + self.n_envs * (2 * self.record.itemsize + 4 * 8)
-        )
+        obs = sum(np.dtype(d).itemsize * math.prod(s) for s, d in self.obs_specs.values())
+        per_row = sum(np.dtype(d).itemsize * math.prod(s) for s, d in self._row_specs().values())
+        return rows * per_row + FIRST_TABLE_SIZE * (obs + 3 * 8) + self.n_envs * (obs + 4 * 8)
 
     def _sizes_text(self) -> str:
         steps, n, needed = self.steps_per_env, self.n_envs, self.planned_nbytes()
@@ -255,136 +271,56 @@ class HerStorage:
             )
 
     def _allocate(self) -> None:
-        T, n = self.steps_per_env, self.n_envs
-        try:
-            # np.zeros maps zero pages lazily: construction costs O(1), not O(capacity).
-            # T rows, then a copy of row 0 (made by sample): a row's next row is n records on.
-            self._ring = np.zeros((T + 1) * n, self.record)
-            self._infos = np.empty(T * n, dtype=object) if self.copy_info_dict else None
-        except (MemoryError, ValueError):
-            # numpy's own message names an array shape, not the argument to change.
+        n, size = self.n_envs, self.steps_per_env * self.n_envs
+        try:  # np.zeros maps zero pages lazily: construction costs O(1), not O(capacity)
+            self._data = {name: np.zeros((size, *s), d) for name, (s, d) in self._row_specs().items()}
+        except (MemoryError, ValueError):  # numpy's message names an array shape, not the argument
             raise MemoryError(f"{self._sizes_text()}, which could not be allocated; lower capacity") from None
-        self._info_columns: dict[str, np.ndarray] | None = None
-        if self.info_specs is not None:
-            self._info_columns = {k: np.zeros((T * n, *s), d) for k, (s, d) in self.info_specs.items()}
+        self._data["episode"][:] = -1
         self.pos = 0  # row of the next write
         self.full = False  # whether the ring has wrapped around at least once
-        self._n_ended = 0  # episodes ended so far: the next episode id
-        # The episode table, entry id % len: first row, length, env, final observation (a record).
-        self._ep_start = np.zeros(_INITIAL_EPISODES, np.int64)
-        self._ep_length = np.zeros(_INITIAL_EPISODES, np.int64)
-        self._ep_env = np.zeros(_INITIAL_EPISODES, np.int64)
-        self._finals = np.zeros(_INITIAL_EPISODES, self.record)
-        # Per env: the sampleable window (first row, rows), the step count at which the unfinished
-        # episode began (its length is `_steps - _begin`, beyond T when it outgrew the ring), the
-        # longest outgrown episode, and the next observation of the latest step (the final
-        # observation if the episode is cut there). Counts, not lengths: an add updates no array.
-        self._window_start = np.zeros(n, np.int64)
-        self._valid = np.zeros(n, np.int64)
         self._steps = 0  # steps written per env
+        self._n_ended = 0  # episodes booked so far: the next episode id
+        # The episode table, entry id % F: first row, length, env, final observation.
+        self._ep_start = np.zeros(FIRST_TABLE_SIZE, np.int64)
+        self._ep_length = np.zeros(FIRST_TABLE_SIZE, np.int64)
+        self._ep_env = np.zeros(FIRST_TABLE_SIZE, np.int64)
+        self._finals = {key: np.zeros((FIRST_TABLE_SIZE, *s), d) for key, (s, d) in self.obs_specs.items()}
+        # Per env: the sampleable window, the step count at which the unfinished episode began (its
+        # length is _steps - _begin), the longest episode that outgrew the ring, and the next
+        # observation given with the latest step (the final one, should the episode be cut there).
+        self._window_start = np.zeros(n, np.int64)
+        self._window_len = np.zeros(n, np.int64)
         self._begin = np.zeros(n, np.int64)
-        self._earliest = 0  # min(_begin)
         self._outgrown = np.zeros(n, np.int64)
-        self._pending = np.zeros(n, self.record)
-        self._quiet = 0  # steps ahead that need no more than a write (see _set_quiet)
-        self._set_quiet()
-        self._views()
-
-    def _views(self) -> None:
-        # Views made once (not pickled: a view pickles as a copy): making one per field per add cost
-        # ~0.3 us, 3 us of a one-step add; the record and goal views, 3 us of a sample(256).
-        # The step signatures add() has accepted, apart by whether the flags are Python bools (one env):
-        # lists, not sets (hashing dtypes costs 0.2 us), and apart (a signature compared with one of
-        # the other length is compared item by item first: 0.25 us).
-        self._accepted: dict[bool, list[tuple[Any, ...]]] = {False: [], True: []}
-        T, n, size = self.steps_per_env, self.n_envs, self.record.itemsize
-        self._rows = self._ring[: T * n]
-        self._row_fields = {name: self._rows[name] for name in (*self._fields, "episode")}
-        self._episode_ids = self._grid("episode")  # (T, n_envs): each row's episode id
-        self._pending_views = tuple(self._pending[field] for field in self.obs_names.values())
-        self._raw = self._ring.view((np.void, size))  # whole records: a gather is one memcpy each
-        # One env: a row and the next as one item, gathered in one copy (~2 us less a sample(256)).
-        self._pairs: np.ndarray | None = None
-        if n == 1:
-            names, formats = ["row", "next", "next_bytes"], [self.record, self.record, self._raw.dtype]
-            # Viewed after the gather: a gather of structured items copies them field by field (4x slower).
-            self._pair = np.dtype({"names": names, "formats": formats, "offsets": [0, size, size]})
-            self._pairs = np.ndarray(T, np.dtype((np.void, 2 * size)), self._ring, 0, (size,))
-        # The achieved goals as opaque bytes: numpy copies a strided field item by item (measured:
-        # 2048 goals at 1M, 110 us as a field, 50 us as bytes).
-        shape, dtype = self.obs_specs["achieved_goal"]
-        goal = np.dtype((np.void, dtype.itemsize * int(np.prod(shape, dtype=np.int64))))
-        self._goal_offset = self.record.fields["obs:achieved_goal"][1]  # type: ignore[index]  # structured
-        self._goal_raw = np.ndarray(len(self._ring), goal, self._ring, self._goal_offset, (size,))
-        self._table_views()
-        # One env's step as one record: built by one tuple assignment into a scratch record, its float
-        # values checked by one dot product per run of same-dtype float fields, copied into the ring
-        # whole. Measured (Fetch shapes, stable-baselines3's adapter): add 11.3 -> ~7 us; a dot
-        # product per array and a write per field cost 3 and 3.5 us of the 11.
-        self._scratch: np.ndarray | None = None
-        floats = self._float_runs()
-        if self.n_envs == 1 and floats is not None:
-            # Without the episode id (the record's last field): the copy leaves the row's id as it is.
-            head = np.dtype((np.void, self.record.fields["episode"][1]))  # type: ignore[index]  # structured
-            self._scratch = np.zeros(1, self.record[list(self._fields)])
-            self._scratch_raw = np.ndarray(1, head, self._scratch)
-            self._head_raw = np.ndarray(T * n, head, self._ring, 0, (size,))
-            self._scratch_finite = _finite_check(
-                [np.ndarray(k, dt, self._scratch, off) for off, k, dt in floats]
-            )
-            order = self._scratch.dtype.names or ()
-            self._in_record_order = itemgetter(*(self._fields.index(name) for name in order))
-        # Whether add's quiet steps take the one-record path (one env, no infos kept).
-        self._record_path = self._scratch is not None and self._infos is None and not self.info_keys
-
-    def _table_views(self) -> None:
-        # The final observations as whole records and their achieved goals as bytes (see _views).
-        self._finals_raw = self._finals.view(self._raw.dtype)
-        goal, offset = self._goal_raw.dtype, self._goal_offset
-        self._finals_goal = np.ndarray(len(self._finals), goal, self._finals, offset, self._finals.strides)
-        self._finals_views = tuple(self._finals[field] for field in self.obs_names.values())
-
-    def _float_runs(self) -> list[tuple[int, int, np.dtype]] | None:
-        """The record's float fields as runs of one dtype, ``(offset, count, dtype)``; None if a field
-        is complex (the one-record path then stays off)."""
-        runs: list[tuple[int, int, np.dtype]] = []
-        fields = self.record.fields
-        assert fields is not None  # a structured dtype
-        for name in sorted(fields, key=lambda k: fields[k][1]):
-            sub, offset = fields[name][:2]
-            base, count = sub.base, int(np.prod(sub.shape, dtype=np.int64))
-            if base.kind == "c":
-                return None
-            if base.kind != "f":
-                continue
-            if runs and runs[-1][2] == base and runs[-1][0] + runs[-1][1] * base.itemsize == offset:
-                runs[-1] = (runs[-1][0], runs[-1][1] + count, base)
-            else:
-                runs.append((offset, count, base))
-        return runs
+        self._pending = {key: np.zeros((n, *s), d) for key, (s, d) in self.obs_specs.items()}
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
         self._allocate()
 
-    def _getters(self) -> None:
-        # The observations of a dict (all, the float ones) as a tuple, in one C call: add()'s fast path.
-        float_keys = [key for key, (_, dtype) in self.obs_specs.items() if dtype.kind in "fc"]
-        self._values = _tuple_getter(list(self.obs_specs))
-        self._float_values = _tuple_getter(float_keys)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._getters()
-        self._views()
-
     def __getstate__(self) -> dict[str, Any]:
-        # Views and getters are made again on loading (a view pickles as a copy).
-        state = {key: value for key, value in self.__dict__.items() if key not in _MADE_ON_LOAD}
+        # Only the rows written so far: a storage pickled early in a run is as small as its contents.
+        state = self.__dict__.copy()
+        del state["_lock"]
+        written = (self.steps_per_env if self.full else self.pos) * self.n_envs
+        state["_data"] = {name: array[:written] for name, array in self._data.items()}
         if not self.pickle_functions:
             state["reward_fn"] = state["terminated_fn"] = None
         return state
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        stored = state.pop("_data")
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        size = self.steps_per_env * self.n_envs
+        self._data = {}
+        for name, array in stored.items():
+            self._data[name] = np.zeros((size, *array.shape[1:]), array.dtype)
+            self._data[name][: len(array)] = array
+        self._data["episode"][len(stored["episode"]) :] = -1
+
+    # ------------------------------------------------------------------ reading
     @property
     def num_transitions(self) -> int:
         """Transitions currently held (complete episodes or not)."""
@@ -393,47 +329,52 @@ class HerStorage:
     @property
     def num_sampleable(self) -> int:
         """Transitions that :meth:`sample` can return: those of complete episodes still whole."""
-        return int(self._valid.sum())
+        return int(self._window_len.sum())
 
     @property
     def nbytes(self) -> int:
         """Bytes of all arrays the storage holds (info dicts, when kept, not included)."""
-        arrays = [self._ring, self._ep_start, self._ep_length, self._ep_env, self._finals, self._pending]
-        arrays += [self._window_start, self._valid, self._begin, self._outgrown]
-        arrays += [] if self._infos is None else [self._infos]
-        arrays += [] if self._info_columns is None else list(self._info_columns.values())
+        arrays = [*self._data.values(), *self._finals.values(), *self._pending.values()]
+        arrays += [self._ep_start, self._ep_length, self._ep_env]
+        arrays += [self._window_start, self._window_len, self._begin, self._outgrown]
         return sum(a.nbytes for a in arrays)
 
     @property
     def current_episode_lengths(self) -> np.ndarray:
         """``(n_envs,)``: steps stored of each env's unfinished episode (0 where none is under way)."""
-        return _readonly(np.minimum(self._steps - self._begin, self.steps_per_env))
+        return readonly(np.minimum(self._steps - self._begin, self.steps_per_env))
 
     @property
     def current_episode_starts(self) -> np.ndarray:
         """``(n_envs,)``: row where each env's unfinished episode started (``pos`` where none is under way)."""
-        return _readonly((self.pos - self.current_episode_lengths) % self.steps_per_env)
+        return readonly((self.pos - self.current_episode_lengths) % self.steps_per_env)
 
     def _grid(self, name: str) -> np.ndarray:
-        """Record field ``name`` as a ``(T, n_envs, ...)`` view."""
-        return self._rows[name].reshape(self.steps_per_env, self.n_envs, *self._rows.dtype[name].shape)
+        """Per-row array ``name`` as a ``(T, n_envs, ...)`` view."""
+        array = self._data[name]
+        return array.reshape(self.steps_per_env, self.n_envs, *array.shape[1:])
 
-    def _episodes(self, env: int) -> list[tuple[int, int]]:
-        """(first row, id) of env's sampleable episodes, oldest first."""
-        out, row, left = [], int(self._window_start[env]), int(self._valid[env])
-        ids = self._episode_ids[:, env]
+    def _episodes(self, env: int) -> list[int]:
+        """Table entries of env's sampleable episodes, oldest first."""
+        out, row, left, ids = (
+            [],
+            int(self._window_start[env]),
+            int(self._window_len[env]),
+            self._grid("episode"),
+        )
         while left > 0:
-            episode = int(ids[row])
-            out.append((row, episode))
-            length = int(self._ep_length[episode % len(self._ep_length)])
-            row, left = (row + length) % self.steps_per_env, left - length
+            slot = int(ids[row, env]) % len(self._ep_length)
+            out.append(slot)
+            row, left = (
+                (row + int(self._ep_length[slot])) % self.steps_per_env,
+                left - int(self._ep_length[slot]),
+            )
         return out
 
     def episode_lengths(self) -> np.ndarray:
         """Lengths of the complete episodes that can be sampled, per env concatenated (for inspection)."""
-        size = len(self._ep_length)
-        ids = [episode for env in range(self.n_envs) for _, episode in self._episodes(env)]
-        return self._ep_length[np.array(ids, np.int64) % size]
+        slots = [slot for env in range(self.n_envs) for slot in self._episodes(env)]
+        return self._ep_length[np.array(slots, np.int64)]
 
     def rows(self, name: str) -> Any:
         """Stored ``name`` as read-only arrays of shape ``(steps_per_env, n_envs, ...)``, for inspection.
@@ -449,50 +390,44 @@ class HerStorage:
             raise ValueError(f"name must be one of {list(ROW_NAMES)}, got {name!r}")
         T, n = self.steps_per_env, self.n_envs
         if name == "observations":
-            return {key: _readonly(self._grid(field)) for key, field in self.obs_names.items()}
-        single = {
-            "actions": "action",
-            "rewards": "reward",
-            "terminateds": "terminated",
-            "truncateds": "truncated",
-        }
+            return {key: readonly(self._grid(f"obs/{key}")) for key in self.obs_specs}
+        if name == "truncateds":  # a step both terminated and truncated counts as terminated
+            return readonly(self._grid("truncated") & ~self._grid("terminated"))
+        single = {"actions": "action", "rewards": "reward", "terminateds": "terminated"}
         if name in single:
-            return _readonly(self._grid(single[name]))
-        if name == "infos":
-            kept = self._infos
-            infos = np.empty(T * n, dtype=object)
-            for i in range(T * n):
-                infos[i] = {} if kept is None or kept[i] is None else kept[i]
-            return _readonly(infos.reshape(T, n))
+            return readonly(self._grid(single[name]))
+        if name == "infos":  # rows never written hold np.zeros' 0
+            kept = self._data.get("info_dict", np.zeros(T * n, object))
+            return readonly(object_array([i if isinstance(i, Mapping) else {} for i in kept]).reshape(T, n))
         row = np.arange(T)[:, None]
         written = row < (T if self.full else self.pos)
         current_len, current_start = self.current_episode_lengths, self.current_episode_starts
         current = written & ((row - current_start) % T < current_len)
-        # Other written rows belong to ended episodes, known while the table holds their entry.
-        ids = self._episode_ids
+        # Other rows with an id belong to ended episodes, known while the table holds their entry.
+        ids = self._grid("episode")
         slot = ids % len(self._ep_length)
         start, length = self._ep_start[slot], self._ep_length[slot]
         offset = (row - start) % T
-        known = written & ~current & (ids >= self._n_ended - len(self._ep_length)) & (ids < self._n_ended)
-        known &= (self._ep_env[slot] == np.arange(n)) & (offset < length)
+        known = written & ~current & (ids >= max(self._n_ended - len(self._ep_length), 0))
+        known &= (self._ep_env[slot] == np.arange(n)) & (offset < length)  # not a stale id
         if name == "episode_starts":
-            return _readonly(np.where(current, current_start, np.where(known, start, 0)))
+            return readonly(np.where(current, current_start, np.where(known, start, 0)))
+        in_window = (row - self._window_start) % T < self._window_len
         if name == "episode_lengths":
-            return _readonly(np.where(known & ((row - self._window_start) % T < self._valid), length, 0))
+            return readonly(np.where(known & in_window, length, 0))
         # Within an episode the next observation is the next row's; after its end, the kept final
         # observation; after the latest step of an unfinished one, the pending one; else zeros.
-        last, pending = (
-            known & (offset == length - 1),
-            current & ((row - current_start) % T == current_len - 1),
-        )
-        following = written & ~last & ~pending & (current | known) & ~((row + 1) % T == self.pos)
+        last = known & (offset == length - 1)
+        latest = current & ((row - current_start) % T == current_len - 1)
+        following = written & ~last & ~latest & (current | known) & ((row + 1) % T != self.pos)
         out = {}
-        for key, field in self.obs_names.items():
-            values = np.zeros_like(self._grid(field))
-            values[following] = np.roll(self._grid(field), -1, axis=0)[following]
-            values[last] = self._finals[field][slot[last]]
-            values[pending] = np.broadcast_to(self._pending[field], values.shape)[pending]
-            out[key] = _readonly(values)
+        for key in self.obs_specs:
+            obs = self._grid(f"obs/{key}")
+            values = np.zeros_like(obs)
+            values[following] = np.roll(obs, -1, axis=0)[following]
+            values[last] = self._finals[key][slot[last]]
+            values[latest] = np.broadcast_to(self._pending[key], values.shape)[latest]
+            out[key] = readonly(values)
         return out
 
     # ------------------------------------------------------------------ writing
@@ -516,72 +451,12 @@ class HerStorage:
         dict of arrays (kept with ``info_keys`` or ``copy_info_dict``).
 
         Every array is checked first (shape ``(n_envs, *shape)`` give or take axes of length 1, a dtype
-        that casts to the stored one without changing what the values mean, the observation keys,
-        finite values with ``check_finite``): a bad one raises ``ValueError`` or ``TypeError`` naming
-        it, and nothing of the step is stored.
+        that casts to the stored one without changing what the values mean, values the stored dtype
+        (and an integer action space) can hold, the observation keys, finite values with
+        ``check_finite``): a bad one raises ``ValueError`` or ``TypeError`` naming it, and nothing of
+        the step is stored.
         """
-        obs, nxt, term, trunc = observations, next_observations, terminateds, truncateds
-        # The fast path, for a step of the shapes and dtypes of one already accepted (every step but
-        # the first, usually): the full checks cost several times the write itself.
-        try:
-            o, x = self._values(obs), self._values(nxt)
-            # One env's flags may be Python bools (stable-baselines3's adapter gives them so).
-            bools = type(term) is bool and type(trunc) is bool
-            arrays = (*o, *x, actions, rewards) if bools else (*o, *x, actions, rewards, term, trunc)
-            known = (
-                type(obs) is dict
-                and type(nxt) is dict
-                and len(obs) == len(nxt) == len(self._keys)
-                and tuple(map(_SIGNATURE, arrays)) in self._accepted[bools]
-            )
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError):  # not dicts of arrays
-            known = False
-        if not known:  # the full checks, which explain what is wrong
-            self._store(obs, actions, rewards, term, trunc, infos, nxt, None)
-            return
-        trunc_stored: Any
-        done: Any
-        if bools:
-            ended = done = term or trunc
-            trunc_stored = trunc and not term
-        else:
-            done, trunc_stored = term | trunc, trunc & ~term
-            ended = done.any()
-        scratch = self._scratch
-        if scratch is not None:  # one env: the step as one record (see _views)
-            p = self.pos
-            t, u = (term, trunc_stored) if bools else (term[0], trunc_stored[0])
-            scratch[0] = self._in_record_order((*map(_first, (*o, actions, rewards)), t, u))
-            if self.check_finite and not (
-                self._scratch_finite()
-                and (not ended or all(math.isfinite(abs(np.vdot(a, a))) for a in self._float_values(nxt)))
-            ):
-                self._store(obs, actions, rewards, term, trunc, infos, nxt, None)  # raises, naming it
-                return
-            if self._quiet > 0 and self._record_path:
-                # A quiet step (see _set_quiet), written here: _write's general path costs ~1 us more
-                # (~20 us more for an episode's last step).
-                self._head_raw[p] = self._scratch_raw[0]
-                for view, value in zip(self._pending_views, x, strict=True):
-                    view[...] = value
-                self.pos, self._steps, self._quiet = p + 1, self._steps + 1, self._quiet - 1
-                if ended:
-                    length = self._steps - int(self._begin[0])
-                    self._begin[0] = self._earliest = self._steps
-                    self._book_end(0, p, length, list(map(_first, x)))
-                    if self._quiet < 1:
-                        self._set_quiet()
-                return
-        elif self.check_finite:
-            floats = (*self._float_values(obs), *(self._float_values(nxt) if ended else ()), actions, rewards)
-            if not all(math.isfinite(abs(np.vdot(a, a))) for a in floats):
-                self._store(obs, actions, rewards, term, trunc, infos, nxt, None)  # raises, naming it
-                return
-        kept = self._kept(infos, None) if self._infos is not None or self.info_keys else None
-        fields: dict[str, np.ndarray] | None = None
-        if scratch is None:
-            fields = dict(zip(self._fields, (*o, actions, rewards, term, trunc_stored), strict=True))
-        self._write(1, fields, done if ended else False, nxt, kept)
+        self._store(observations, actions, rewards, terminateds, truncateds, infos, next_observations, None)
 
     def extend(
         self,
@@ -603,239 +478,256 @@ class HerStorage:
         observation), or the continuation of the episodes under way. ``infos``: None, or a sequence of
         ``m`` per-step infos as :meth:`add` takes them. Checked as a whole before anything is stored.
         """
-        self._store(observations, actions, rewards, terminateds, truncateds, infos, next_observations, 0)
+        m = len(rewards) if hasattr(rewards, "__len__") else 1
+        self._store(observations, actions, rewards, terminateds, truncateds, infos, next_observations, m)
 
-    def _store(
-        self, obs: Any, actions: Any, rewards: Any, term: Any, trunc: Any, infos: Any, nxt: Any, m: Any
-    ) -> None:
-        """Check, then write, one step (``m`` None) or a block (leading axis of length ``m``)."""
-        n, finite = self.n_envs, self.check_finite
-        keys = frozenset(self.obs_specs)
-        check_keys(obs, keys, "observations")
-        check_keys(nxt, keys, "next_observations")
-        if m is not None:  # a block: its length from the rewards
-            m = len(rewards) if hasattr(rewards, "__len__") else 1
-        lead = (n,) if m is None else (m, n)
-        env_axis = len(lead) - 1
-
-        def check(
-            value: Any, spec: Spec, label: str, check_finite: bool = finite, kinds: Any = None
-        ) -> np.ndarray:
-            shape, dtype = spec
-            text = f"n_envs={n}" if m is None else f"steps={m}, n_envs={n}"
-            text = f"{text}, then the space's {shape}"
-            return check_array(value, (*lead, *shape), dtype, label, text, check_finite, env_axis, kinds)
-
-        obs = {key: check(obs[key], spec, f"observations[{key!r}]") for key, spec in self.obs_specs.items()}
-        actions = check(actions, self.action_spec, "actions")
-        rewards = check(rewards, ((), np.dtype(np.float32)), "rewards")
-        term = check(term, ((), np.dtype(bool)), "terminateds", False, "biu").astype(bool, copy=False)
-        trunc = check(trunc, ((), np.dtype(bool)), "truncateds", False, "biu").astype(bool, copy=False)
-        done = term | trunc
-        # Next observations are stored only where an episode ends (else the next step's observation is).
-        nxt = {key: check(nxt[key], spec, f"next_observations[{key!r}]", finite and bool(done.any()))
-               for key, spec in self.obs_specs.items()}  # fmt: skip
-        if self._infos is not None or self.info_keys:
-            infos, columns = self._kept(infos, m)
-        if m is None:  # one step: the block of one
-            signature = (*obs.values(), *nxt.values(), actions, rewards)
-            if all(type(value) is np.ndarray for value in signature):  # accepted: the fast path's now
-                accepted = {False: tuple(map(_SIGNATURE, (*signature, term, trunc)))}
-                if n == 1:
-                    accepted[True] = tuple(map(_SIGNATURE, signature))  # with Python bool flags
-                for bools, item in accepted.items():
-                    if item not in self._accepted[bools]:
-                        self._accepted[bools].append(item)
-            m = 1
-        T, step = self.steps_per_env, self.steps_per_env * n
-        nxt = {key: value.reshape(m * n, *value.shape[len(lead) :]) for key, value in nxt.items()}
-        values = (*self._values(obs), actions, rewards, term, trunc & ~term)
-        values = tuple(value.reshape(m * n, *value.shape[len(lead) :]) for value in values)
-        done = done.reshape(m * n)
-        for start in range(0, m * n, step):  # chunks of T steps at most: a chunk covers a row once
-            chunk = slice(start, start + step)
-            kept = None
-            if self._infos is not None or self.info_keys:
-                kept = (infos[chunk], {key: value[chunk] for key, value in columns.items()})
-            fields = dict(zip(self._fields, (value[chunk] for value in values), strict=True))
-            ended = done[chunk] if done[chunk].any() else False
-            self._write(
-                min(T, m - start // n), fields, ended, {key: value[chunk] for key, value in nxt.items()}, kept
+    def _enter(self, method: str) -> None:
+        # One thread at a time (a non-blocking lock, as goalenvs' envs): two threads writing one
+        # storage would interleave their steps' rows and episode bookkeeping.
+        if not self._lock.acquire(blocking=False):
+            raise ConcurrentUseError(
+                f"HerStorage.{method} called from a second thread while another thread is using the storage; "
+                "one HerStorage is not thread-safe: give each thread its own, or a lock around its calls"
             )
 
-    def _kept(self, infos: Any, m: int | None) -> tuple[list[Any], dict[str, np.ndarray]]:
-        """The per-env infos of one step (``m`` None) or of a block of ``m``, and their info columns."""
-        steps = [infos] if m is None else (list(infos) if infos is not None else [None] * m)
-        if len(steps) != (1 if m is None else m):
-            raise ValueError(f"infos must hold one entry per step ({m}), got {len(steps)}")
-        infos = [info for step in steps for info in env_infos(step, self.n_envs)]
-        return infos, self._info_values(infos)
+    def _fields(self, lead: tuple[int, ...]) -> tuple[list[str], tuple[Spec, ...]]:
+        """The labels and ``(shape, dtype)`` of the arrays of a step (``lead`` ``(n_envs,)``) or of a
+        block (``(m, n_envs)``), in the order :meth:`_store` lists them: the observations, the action,
+        the reward, the two flags, the next observations."""
+        obs = [
+            (f"observations[{k!r}]", (*lead, *shape), dtype) for k, (shape, dtype) in self.obs_specs.items()
+        ]
+        shape, dtype = self.action_spec
+        fields = [*obs, ("actions", (*lead, *shape), dtype), ("rewards", lead, np.dtype(np.float32)),
+                  ("terminateds", lead, np.dtype(bool)), ("truncateds", lead, np.dtype(bool)),
+                  *(("next_" + label, shape, dtype) for label, shape, dtype in obs)]  # fmt: skip
+        return [label for label, _, _ in fields], tuple((shape, dtype) for _, shape, dtype in fields)
 
-    def _info_values(self, infos: list[Any]) -> dict[str, np.ndarray]:
-        """The ``info_keys`` columns of ``infos`` (their specs fixed by the first infos seen)."""
-        if not self.info_keys:
-            return {}
-        values = {}
+    def _store(
+        self, obs: Any, actions: Any, rewards: Any, term: Any, trunc: Any, infos: Any, nxt: Any, m: int | None
+    ) -> None:
+        """Check, then write, one step (``m`` None) or a block of ``m`` steps."""
+        self._enter("add" if m is None else "extend")
+        try:
+            n, k, keys = self.n_envs, len(self.obs_specs), self.obs_specs.keys()
+            try:  # both dicts of the space's keys (as many, each there)
+                arrays = [
+                    *map(obs.__getitem__, keys),
+                    actions,
+                    rewards,
+                    term,
+                    trunc,
+                    *map(nxt.__getitem__, keys),
+                ]
+                usual = type(obs) is dict and type(nxt) is dict and len(obs) == len(nxt) == k
+            except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+                usual = False
+            if not usual:
+                check_keys(obs, self.obs_specs, "observations")
+                check_keys(nxt, self.obs_specs, "next_observations")
+            labels, specs = self._step_fields if m is None else self._fields((m, n))
+            # Every step of a training run but a faulty one has exactly the spaces' shapes and dtypes:
+            # one comparison of them all instead of the full check of each array, which would cost
+            # more than the write itself on every env step.
+            try:
+                usual = tuple(map(SHAPE_AND_DTYPE, arrays)) == specs and self.action_bounds is None
+            except AttributeError:  # not arrays
+                usual = False
+            if not usual:
+                arrays = self._checked(arrays, labels, specs, m)
+            terminated, truncated = arrays[k + 2], arrays[k + 3]
+            ends = np.count_nonzero(terminated) or np.count_nonzero(truncated)
+            done = (terminated | truncated).reshape(-1) if ends else None
+            if self.check_finite:
+                self._check_finite(arrays, labels, specs, m, done)
+            if m is not None:  # a block: (steps * envs, ...), time-major, as steps are
+                arrays = [a.reshape(m * n, *a.shape[2:]) for a in arrays]
+            columns, next_obs = dict(zip(self._row_names, arrays[: k + 4], strict=True)), arrays[k + 4 :]
+            if self.info_keys or self.copy_info_dict:
+                columns.update(self._kept_infos(infos, m))
+            m, T = m or 1, self.steps_per_env
+            for start in range(0, m * n, T * n):  # chunks of T steps at most: a chunk writes each row once
+                if m > T:
+                    chunk = slice(start, start + T * n)
+                    self._write({name: a[chunk] for name, a in columns.items()}, [a[chunk] for a in next_obs],
+                                None if done is None else done[chunk])  # fmt: skip
+                else:
+                    self._write(columns, next_obs, done)
+        finally:
+            self._lock.release()
+
+    def _checked(
+        self, arrays: list[Any], labels: list[str], specs: tuple[Spec, ...], m: int | None
+    ) -> list[Any]:
+        """Each array checked, and converted where needed, by :func:`checked` (raises, naming it)."""
+        k, text = len(self.obs_specs), "n_envs={}" if m is None else f"steps={m}, n_envs={{}}"
+        kinds = [None] * (k + 2) + ["biu", "biu"] + [None] * k  # flags: integers too (nonzero is True)
+        bounds = [None] * k + [self.action_bounds] + [None] * (k + 3)  # integer actions: in the space
+        return [checked(a, shape, dtype, label, text, False, bound, kind, env_axis=0 if m is None else 1)
+                for a, label, (shape, dtype), bound, kind in zip(arrays, labels, specs, bounds, kinds, strict=True)]  # fmt: skip
+
+    def _check_finite(
+        self, arrays: list[Any], labels: list[str], specs: tuple[Spec, ...], m: int | None, done: Any
+    ) -> None:
+        """Raise unless the float values stored are finite (as stored: 1e300 is inf in float32).
+
+        Next observations are stored only where an episode ends: only there must they be finite.
+        """
+        k, n, env_axis, text = len(self.obs_specs), self.n_envs, int(m is not None), "n_envs={}"
+        # One sum of all the float values: finite only if each is (or a false alarm from an overflow of
+        # huge ones, which the exact test of each array then lets pass). add runs on every env step of
+        # a training run: a step's few values are summed in Python (tolist), a third of the cost of a
+        # numpy call per array; a block's many in numpy.
+        total = sum(
+            [
+                sum(a.ravel().tolist()) if a.size < 256 else a.sum()
+                for a in map(arrays.__getitem__, self._float_fields)
+            ]
+        )
+        if not math.isfinite(abs(total)):
+            for i in self._float_fields:
+                checked(arrays[i], *specs[i], labels[i], text, True, env_axis=env_axis)
+        if done is not None:  # (the episode ends of the step or block, flat)
+            for label, value in zip(labels[k + 4 :], arrays[k + 4 :], strict=True):
+                ended = value.reshape(len(done), -1)[done]
+                if ended.dtype.kind in "fc" and not np.isfinite(ended).all():
+                    raise non_finite(label, (np.flatnonzero(done) % n)[~np.isfinite(ended).all(axis=1)])
+
+    def _kept_infos(self, infos: Any, m: int | None) -> dict[str, np.ndarray]:
+        """The info columns (and, with ``copy_info_dict``, the info dicts) of one step or a block."""
+        steps = [infos] if m is None else (list(infos) if infos is not None else [None] * m)
+        if len(steps) != (m or 1):
+            raise ValueError(f"infos must hold one entry per step ({m}), got {len(steps)}")
+        flat = [info for step in steps for info in env_infos(step, self.n_envs)]
+        out = {"info_dict": object_array(flat)} if self.copy_info_dict else {}
         for key in self.info_keys:
             try:
-                values[key] = np.array([info[key] for info in infos])
+                out[f"info/{key}"] = np.array([info[key] for info in flat])
             except (KeyError, TypeError):
                 raise ValueError(
                     f"every info must hold {key!r} (info_keys={list(self.info_keys)}: the reward reads it)"
                 ) from None
-        if self.info_specs is None:
-            self.info_specs = {key: (value.shape[1:], value.dtype) for key, value in values.items()}
-            T, n = self.steps_per_env, self.n_envs
-            self._info_columns = {k: np.zeros((T * n, *s), d) for k, (s, d) in self.info_specs.items()}
-        for key, (shape, _) in self.info_specs.items():
-            if values[key].shape[1:] != shape:
-                raise ValueError(f"info[{key!r}] must have shape {shape}, got {values[key].shape[1:]}")
-        return values
+        if self.info_keys and self.info_specs is None:  # the columns' specs from the first infos
+            self.info_specs = {
+                key: (out[f"info/{key}"].shape[1:], out[f"info/{key}"].dtype) for key in self.info_keys
+            }
+            size = self.steps_per_env * self.n_envs
+            self._data.update({f"info/{k}": np.zeros((size, *s), d) for k, (s, d) in self.info_specs.items()})
+        for key, (shape, _) in (self.info_specs or {}).items():
+            if out[f"info/{key}"].shape[1:] != shape:
+                raise ValueError(f"info[{key!r}] must have shape {shape}, got {out[f'info/{key}'].shape[1:]}")
+        return out
 
     def _write(
-        self,
-        m: int,
-        fields: dict[str, np.ndarray] | None,
-        done: Any,
-        nxt: Mapping[str, np.ndarray],
-        kept: Any,
+        self, columns: dict[str, np.ndarray], next_obs: list[np.ndarray], ended: np.ndarray | None
     ) -> None:
-        """Write ``m <= T`` checked steps from ``pos`` on, every array flat: ``(m * n_envs, ...)`` in
-        time-major order. ``fields``: ``{record field: values}``; ``done``: the episode ends (or
-        False: none); ``nxt``: ``{key: next observations}``; ``kept``: (infos, info columns) or None."""
+        """Write ``m <= T`` checked steps from row ``pos`` on: ``columns`` the values of per-row arrays
+        by name, ``next_obs`` the next observations, ``ended`` the episode ends (None: none), each of
+        ``m * n_envs`` entries (time-major)."""
         T, n, p = self.steps_per_env, self.n_envs, self.pos
-        if m > self._quiet:  # some window's first row may be among those written
+        m = len(columns["reward"]) // n
+        if self.full or p + m > T:  # rows written before are overwritten: their episodes leave
             self._drop_overwritten(p, m)
-        head = min(m, T - p) * n  # the rows up to the ring's end, then the rest from row 0
-        row_fields = self._row_fields
-        if fields is None:  # one env's step, built as one record by add()
-            self._head_raw[p] = self._scratch_raw[0]
-            fields = {}
-        for name, values in fields.items():
-            view = row_fields[name]
-            if type(values) is not np.ndarray:  # one env's flag as a Python bool
-                view[p] = values
-                continue
-            view[p * n : p * n + head] = values[:head]
-            if head < m * n:
-                view[: m * n - head] = values[head:]
-        if kept is not None:
-            infos, columns = kept
-            flat = (((p + np.arange(m)) % T)[:, None] * n + np.arange(n)).reshape(-1)
-            if self._infos is not None:
-                self._infos[flat] = _object_array(infos)
-            for key, value in columns.items():
-                assert self._info_columns is not None
-                self._info_columns[key][flat] = value
-        for view, value in zip(self._pending_views, self._values(nxt), strict=True):
-            view[...] = value[-n:]
-        self._quiet -= m
-        if done is not False:
-            shaped = {key: value.reshape(m, n, *value.shape[1:]) for key, value in nxt.items()}
-            self._end_episodes(np.reshape(done, (m, n)), shaped)
+        head = min(m, T - p) * n  # the entries up to the ring's end, then the rest from row 0
+        for name, value in columns.items():
+            array = self._data[name]
+            if head == m * n:
+                array[p * n : p * n + head] = value
+            else:
+                array[p * n : p * n + head], array[: m * n - head] = value[:head], value[head:]
+        # Copies: the caller may change its arrays.
+        self._pending = {key: v[-n:].copy() for key, v in zip(self.obs_specs, next_obs, strict=True)}
+        first_step = self._steps
         self._steps += m
-        if self._steps - self._earliest > T:
-            self._warn_outgrown(self._steps - self._begin > T, self._steps - self._begin)
         self.full = self.full or p + m >= T
+        if ended is not None:
+            for i in np.flatnonzero(ended).tolist():  # time order: ids grow with time
+                step, env = divmod(i, n)
+                length = first_step + step + 1 - int(self._begin[env])
+                self._begin[env] = first_step + step + 1
+                final = {key: value[i] for key, value in zip(self.obs_specs, next_obs, strict=True)}
+                self._book_end(env, (p + step) % T, length, final, later=m - 1 - step)
+            self._earliest = int(self._begin.min())
+        if self._steps - self._earliest > T:  # an unfinished episode has outgrown the ring
+            for env in np.flatnonzero(self._steps - self._begin > T).tolist():
+                self._note_outgrown(env, self._steps - int(self._begin[env]))
         self.pos = (p + m) % T
-        if m > self._quiet:
-            self._set_quiet()
 
-    def _set_quiet(self) -> None:
-        """The quiet steps ahead: those one env's add can write with nothing else to do, before one
-        holds the first row of a window, the ring's last row, or an episode outgrows the ring."""
-        T = self.steps_per_env
-        if self.n_envs == 1:  # Python ints: 0.6 us, against 3-4 us for the array expression
-            drop = (int(self._window_start[0]) - self.pos) % T if self._valid[0] else T
-        else:
-            live = self._valid > 0
-            drop = int(((self._window_start[live] - self.pos) % T).min()) if live.any() else T
-        self._quiet = min(drop, T - 1 - self.pos, T - (self._steps - self._earliest))
+    _earliest = 0  # min(_begin): the start of the oldest unfinished episode (a class default, an int)
 
     def _drop_overwritten(self, p: int, m: int) -> None:
-        """Drop the episodes whose first row is among the ``m`` rows written from row ``p``.
+        """Drop from the windows the episodes whose first row is among the ``m`` rows from row ``p``.
 
-        Rows are overwritten oldest first, so they are the oldest episodes of their env's window.
+        Rows are overwritten oldest first, so those are the oldest episodes of their env's window.
         """
-        T = self.steps_per_env
-        for env in np.flatnonzero((self._valid > 0) & ((self._window_start - p) % T < m)).tolist():
-            start, valid = int(self._window_start[env]), int(self._valid[env])
-            while valid > 0 and (start - p) % T < m:
-                length = int(self._ep_length[self._episode_ids[start, env] % len(self._ep_length)])
-                start, valid = (start + length) % T, valid - length
-            self._window_start[env], self._valid[env] = start, valid
+        T, n = self.steps_per_env, self.n_envs
+        for env in np.flatnonzero((self._window_len > 0) & ((self._window_start - p) % T < m)).tolist():
+            start, left = int(self._window_start[env]), int(self._window_len[env])
+            while left > 0 and (start - p) % T < m:
+                length = int(self._ep_length[self._data["episode"][start * n + env] % len(self._ep_length)])
+                start, left = (start + length) % T, left - length
+            self._window_start[env], self._window_len[env] = start, left
 
-    def _end_episodes(self, done: np.ndarray, nxt: dict[str, np.ndarray]) -> None:
-        """Book the episodes that end in a block just written from ``pos``, in time order."""
-        m, first_step = len(done), self._steps  # the block's first step
-        steps, envs = np.nonzero(done)  # row-major: time order, ids grow with time
-        for step, env in zip(steps.tolist(), envs.tolist(), strict=True):
-            length = int(first_step + step + 1 - self._begin[env])
-            self._begin[env] = first_step + step + 1
-            # An episode begun before the block whose first row the block overwrote after its end.
-            gone = step + 1 < length and (step + 1 - length) % self.steps_per_env < m
-            final = [value[step, env] for value in self._values(nxt)]
-            self._book_end(env, self.pos + step, length, final, sampleable=not gone)
-        self._earliest = int(self._begin.min())
+    def _book_end(self, env: int, last_row: int, length: int, final: dict[str, Any], later: int = 0) -> None:
+        """Book env's episode of ``length`` steps ending on ``last_row``, with its final observation.
 
-    def _book_end(
-        self, env: int, last_row: int, length: int, final: list[np.ndarray], sampleable: bool = True
-    ) -> None:
-        """Book env's episode of ``length`` steps ending on ``last_row`` (mod T), with its final observation
-        (its entries in the order of the observation keys)."""
-        T = self.steps_per_env
+        ``later``: steps of env already written after it (by the same block), over its first rows
+        when ``length + later > T``: the episode then stays out of the window, as the add of those
+        steps would have dropped it."""
+        T, n = self.steps_per_env, self.n_envs
         if length > T:  # it outgrew the ring and lost its first rows: never sampled
-            self._warn_outgrown(np.eye(1, self.n_envs, env, dtype=bool)[0], length)
+            self._note_outgrown(env, length)
             return
         first = (last_row + 1 - length) % T
-        slot = self._new_episode_slot()
-        ids = self._episode_ids[:, env]
-        ids[first : first + length] = self._n_ended  # the episode's rows, wrapping around the ring's end
-        ids[: max(first + length - T, 0)] = self._n_ended
+        slot = self._new_slot()
+        ids, end = self._data["episode"], first + length  # entries row * n + env, wrapping at row T
+        ids[first * n + env : min(end, T) * n : n] = self._n_ended
+        ids[env : max(end - T, 0) * n : n] = self._n_ended
         self._ep_start[slot], self._ep_length[slot], self._ep_env[slot] = first, length, env
-        for view, value in zip(self._finals_views, final, strict=True):
-            view[slot] = value
+        for key, value in final.items():
+            self._finals[key][slot] = value
         self._n_ended += 1
-        if sampleable:
-            if self._valid[env] == 0:
+        if length + later <= T:  # else later steps of its block overwrote its first rows already
+            if self._window_len[env] == 0:
                 self._window_start[env] = first
-                self._quiet = 0  # a new window: the caller finds the quiet steps again
-            self._valid[env] += length
+            self._window_len[env] += length
 
-    def _new_episode_slot(self) -> int:
-        """The table entry of the next episode id, doubling the table while it holds an episode in use."""
+    def _new_slot(self) -> int:
+        """The table entry of the next episode id, doubling the table while that entry is in use."""
+        n = self.n_envs
         while True:
             size = len(self._ep_length)
-            slot = self._n_ended % size
-            old, env = self._n_ended - size, int(self._ep_env[slot])
-            if old < 0 or self._valid[env] == 0:
+            slot, old = self._n_ended % size, self._n_ended - size  # old: the id the entry holds
+            env = int(self._ep_env[slot])
+            # In use while its env's window holds it: windows drop their episodes oldest id first.
+            if (
+                old < 0
+                or self._window_len[env] == 0
+                or old < self._data["episode"][self._window_start[env] * n + env]
+            ):
                 return slot
-            oldest = int(self._episode_ids[self._window_start[env], env])
-            if old < oldest:
-                return slot
-            # Double it: entry id % size moves to id % (2 * size), for the ids the table holds.
-            ids = np.arange(max(self._n_ended - size, 0), self._n_ended)
-            for name in ("_ep_start", "_ep_length", "_ep_env", "_finals"):
-                table = getattr(self, name)
-                grown = np.zeros(2 * size, table.dtype)
-                grown[ids % (2 * size)] = table[ids % size]
-                setattr(self, name, grown)
-            self._table_views()
+            ids = np.arange(self._n_ended - size, self._n_ended)  # entry id % size moves to id % (2 * size)
+            for table in ("_ep_start", "_ep_length", "_ep_env"):
+                grown = np.zeros(2 * size, np.int64)
+                grown[ids % (2 * size)] = getattr(self, table)[ids % size]
+                setattr(self, table, grown)
+            for key, values in self._finals.items():
+                self._finals[key] = np.zeros((2 * size, *values.shape[1:]), values.dtype)
+                self._finals[key][ids % (2 * size)] = values[ids % size]
 
-    def _warn_outgrown(self, longer: np.ndarray, lengths: Any) -> None:
-        """Note the envs (mask ``longer``) whose episode of ``lengths`` steps outgrew the ring."""
+    def _note_outgrown(self, env: int, length: int) -> None:
+        """Note that env's episode of ``length`` steps outgrew the ring (a warning the first time)."""
         T = self.steps_per_env
-        new = longer & (self._outgrown <= T)
-        self._outgrown = np.where(longer, np.maximum(self._outgrown, lengths), self._outgrown)
-        if new.any():
-            # The text names the envs only, so Python's default filter shows it once per env.
+        if self._outgrown[env] <= T:
+            # The text names the env only, so Python's default filter shows it once per env.
             warnings.warn(
-                f"an episode of env(s) {np.flatnonzero(new).tolist()} has outgrown the {T} steps the storage "
-                "keeps per env: it is losing its first steps and will never be sampled; raise capacity "
-                f"(stable-baselines3's buffer_size) to at least n_envs={self.n_envs} x the longest episode "
-                "length, or end episodes sooner (a time limit)",
-                stacklevel=4,
+                f"an episode of env(s) [{env}] has outgrown the {T} steps the storage keeps per env: it is "
+                "losing its first steps and will never be sampled; raise capacity (stable-baselines3's "
+                f"buffer_size) to at least n_envs={self.n_envs} x the longest episode length, or end "
+                "episodes sooner (a time limit)",
+                stacklevel=5,
             )
+        self._outgrown[env] = max(int(self._outgrown[env]), length)
 
     def end_episodes(self) -> np.ndarray:
         """Cut every env's unfinished episode at its latest stored step, marking that step truncated.
@@ -845,27 +737,24 @@ class HerStorage:
         the next steps will not continue that episode. Returns the indices of the envs that were cut.
         """
         envs = np.flatnonzero(self._begin < self._steps)
-        if self.check_finite:
-            for key, field in self.obs_names.items():
-                values = self._pending[field][envs]
-                if values.dtype.kind not in "fc" or np.isfinite(values).all():
-                    continue
-                bad = envs[~np.isfinite(values.reshape(len(envs), -1)).all(axis=1)]
-                if len(bad):
+        if self.check_finite and len(envs):
+            for key, pending in self._pending.items():
+                values = pending[envs].reshape(len(envs), -1)
+                if values.dtype.kind in "fc" and not np.isfinite(values).all():
+                    bad = envs[~np.isfinite(values).all(axis=1)].tolist()
                     raise ValueError(
-                        f"cannot end the unfinished episode(s) of env(s) {list(map(int, bad))}: "
-                        f"next_observations[{key!r}] given with their latest step holds non-finite values (NaN or "
-                        "inf), which would be their final observation; add a step with finite values first"
+                        f"cannot end the unfinished episode(s) of env(s) {bad}: next_observations[{key!r}] given "
+                        "with their latest step holds non-finite values (NaN or inf), which would be their final "
+                        "observation; add a step with finite values first"
                     )
         last = (self.pos - 1) % self.steps_per_env
-        rows = self._rows.reshape(self.steps_per_env, self.n_envs)[last]
         for env in envs.tolist():
-            rows["truncated"][env] = not rows["terminated"][env]
-            final = [view[env] for view in self._pending_views]
+            i = last * self.n_envs + env
+            self._data["truncated"][i] = not self._data["terminated"][i]
+            final = {key: pending[env] for key, pending in self._pending.items()}
             self._book_end(env, last, int(self._steps - self._begin[env]), final)
             self._begin[env] = self._steps
         self._earliest = int(self._begin.min())
-        self._set_quiet()
         return envs
 
     # ------------------------------------------------------------------ sampling
@@ -888,74 +777,74 @@ class HerStorage:
 
     def sample_arrays(self, batch_size: int) -> dict[str, Any]:
         """:meth:`sample`, always as numpy arrays."""
-        if type(batch_size) is not int or batch_size < 1:
-            batch_size = check_int("batch_size", batch_size, 1)
-        T, n = self.steps_per_env, self.n_envs
-        window_ends = np.cumsum(self._valid) if n > 1 else self._valid
+        batch_size = check_int("batch_size", batch_size, 1)
+        self._enter("sample")
+        try:
+            return self._sample(batch_size)
+        finally:
+            self._lock.release()
+
+    def _sample(self, batch_size: int) -> dict[str, Any]:
+        T, n, data = self.steps_per_env, self.n_envs, self._data
+        window_ends = np.cumsum(self._window_len)
         total = int(window_ends[-1])
         if total == 0:
-            if self._outgrown.any():
-                env = int(np.argmax(self._outgrown))
-                length = int(self._outgrown[env])
-                raise RuntimeError(
-                    f"Unable to sample: the longest episode of env {env} has reached {length} steps, more than "
-                    f"the {self.steps_per_env} steps the storage keeps per env (capacity // n_envs), so it can "
-                    f"never be sampled; raise capacity (stable-baselines3's buffer_size) to at least "
-                    f"{length * self.n_envs} (n_envs={self.n_envs} x the longest episode length), or end "
-                    "episodes sooner (a time limit)"
-                )
-            raise RuntimeError(
-                "Unable to sample before the end of the first episode. We recommend choosing a value "
-                "for learning_starts that is greater than the maximum number of timesteps in the environment."
-            )
+            raise RuntimeError(self._why_nothing_to_sample())
         n_relabel = int(self.her_ratio * batch_size)
-        uniforms = self.rng.random(batch_size + n_relabel)  # transitions', then their goals'
-        # Uniform over all sampleable transitions, like stable-baselines3, without listing them: a
-        # draw in [0, total) names an env (by cumulative window sizes) and an offset in its window.
-        draws = (uniforms[:batch_size] * total).astype(np.int64)
-        np.minimum(draws, total - 1, out=draws)
-        if n == 1:  # one window (one env): fewer array operations, 25% of sample(256)
-            envs: Any = 0
-            draws += self._window_start[0]
-            rows = flat = np.remainder(draws, T, out=draws)
-        else:
-            envs = np.searchsorted(window_ends, draws, side="right")
-            rows = (self._window_start[envs] + draws - (window_ends[envs] - self._valid[envs])) % T
-            flat = rows * n + envs
-        raw = self._raw
-        raw[T * n :] = raw[:n]  # the copy of row 0 after the last row (see _allocate)
-        # The next observation is the next row's, except after an episode's last step (in the table).
-        if self._pairs is not None:
-            # Indexing, not take: take copies an array of overlapping items whole first (milliseconds).
-            pairs = self._pairs[rows].view(self._pair)
-            records, next_records, nxt = pairs["row"], pairs["next"], pairs["next_bytes"]
-        else:
-            # take, not indexing: 3-5 us less of a sample(256) at 1M
-            records, nxt = raw.take(flat).view(self.record), raw.take(flat + n)
-            next_records = nxt.view(self.record)
-        # The table's length is a power of two (16, doubled when full): & is ~0.6 us less than %.
-        slot = records["episode"] & (len(self._ep_length) - 1)
-        step = rows - self._ep_start[slot]
-        step %= T  # the episode may wrap around the ring's end
+        uniforms = self.rng.random(batch_size + n_relabel)  # the transitions', then their goals'
+        # Uniform over all sampleable transitions, like stable-baselines3, without listing them: a draw
+        # in [0, total) names an env (by the cumulative window lengths) and an offset in its window.
+        draws = np.minimum((uniforms[:batch_size] * total).astype(np.int64), total - 1)
+        envs = np.searchsorted(window_ends, draws, side="right")
+        offsets = draws - (window_ends[envs] - self._window_len[envs])
+        rows = (self._window_start[envs] + offsets) % T
+        index = rows * n + envs  # entry of (row, env) in every per-row array
+        next_index = (rows + 1) % T * n + envs  # the next observation within an episode: the next row's
+        slot = data["episode"].take(index) % len(self._ep_length)
+        step = (rows - self._ep_start[slot]) % T  # the transition's step in its episode (which may wrap)
         remaining = self._ep_length[slot] - step  # steps left in the episode, this one included
-        last = np.flatnonzero(remaining == 1)
-        nxt[last] = self._finals_raw[slot[last]]
+        last = np.flatnonzero(remaining == 1)  # an episode's last step: its next observation is the final one
+        next_obs = {}
+        for key, final in self._finals.items():
+            next_obs[key] = data[f"obs/{key}"].take(next_index, axis=0)
+            next_obs[key][last] = final[slot[last]]
+        # take, not indexing: as plain, and a third of the time for random rows of a large ring, which
+        # is most of a sample; sampling is called once per gradient update of a training run.
+        terminated = data["terminated"].take(index)
         batch = {
-            "observations": {key: records[field] for key, field in self.obs_names.items()},
-            "actions": records["action"],
-            "rewards": records["reward"],
-            "next_observations": {key: next_records[field] for key, field in self.obs_names.items()},
-            "terminateds": records["terminated"].astype(np.float32),
-            "truncateds": records["truncated"].astype(np.float32),
+            "observations": {key: data[f"obs/{key}"].take(index, axis=0) for key in self.obs_specs},
+            "actions": data["action"].take(index, axis=0),
+            "rewards": data["reward"].take(index),
+            "next_observations": next_obs,
+            "terminateds": terminated.astype(np.float32),
+            "truncateds": (data["truncated"].take(index) & ~terminated).astype(np.float32),
             "relabelled": np.arange(batch_size) >= batch_size - n_relabel,
         }
         if n_relabel:
-            self._relabel(batch, flat, envs, rows, slot, step, remaining, uniforms[batch_size:])
+            relabel = slice(batch_size - n_relabel, None)
+            self._relabel(batch, index[relabel], envs[relabel], rows[relabel], slot[relabel], step[relabel],
+                          remaining[relabel], uniforms[batch_size:])  # fmt: skip
         return batch
 
-    def _relabel(self, batch: dict[str, Any], flat: np.ndarray, envs: np.ndarray, rows: np.ndarray,
+    def _why_nothing_to_sample(self) -> str:
+        if self._outgrown.any():
+            env = int(np.argmax(self._outgrown))
+            length = int(self._outgrown[env])
+            return (
+                f"Unable to sample: the longest episode of env {env} has reached {length} steps, more than "
+                f"the {self.steps_per_env} steps the storage keeps per env (capacity // n_envs), so it can "
+                f"never be sampled; raise capacity (stable-baselines3's buffer_size) to at least "
+                f"{length * self.n_envs} (n_envs={self.n_envs} x the longest episode length), or end "
+                "episodes sooner (a time limit)"
+            )
+        return (
+            "Unable to sample before the end of the first episode. We recommend choosing a value "
+            "for learning_starts that is greater than the maximum number of timesteps in the environment."
+        )
+
+    def _relabel(self, batch: dict[str, Any], index: np.ndarray, envs: np.ndarray, rows: np.ndarray,
                  slot: np.ndarray, step: np.ndarray, remaining: np.ndarray, uniforms: np.ndarray) -> None:  # fmt: skip
-        """New goals for the last ``len(uniforms)`` transitions of ``batch``, their rewards (and flags)."""
+        """New goals for the last ``len(index)`` transitions of ``batch``, their rewards (and flags)."""
         if self.reward_fn is None:
             raise RuntimeError(
                 "this HerStorage has no reward_fn; give it with storage.set_functions(env.compute_reward) "
@@ -966,30 +855,22 @@ class HerStorage:
                 "recompute_terminated=True, but this HerStorage has no terminated_fn; give it with "
                 "storage.set_functions(reward_fn, terminated_fn)"
             )
-        v = slice(len(flat) - len(uniforms), None)
-        remaining = remaining[v]
-        delta = goal_step_offsets(self.goal_selection_strategy, step[v], remaining, uniforms)
-        # The goal is the next achieved goal of step t + delta: the achieved goal of the row after it
-        # (wrapping around the ring's end), or for the episode's last step, the final observation's.
-        goal_rows = rows[v] + delta
-        goal_rows += 1
-        goal_rows %= self.steps_per_env
-        if self.n_envs > 1:
-            goal_rows = goal_rows * self.n_envs + envs[v]
-        # Indexing, not take: take copies a strided array whole first (the ring: milliseconds).
-        goals = self._goal_raw[goal_rows]
+        v = slice(len(batch["relabelled"]) - len(index), None)
+        delta = goal_step_offsets(self.goal_selection_strategy, step, remaining, uniforms)
+        # The goal is the *next* achieved goal of step t + delta: the achieved goal of the row after it
+        # (wrapping around the ring's end), or, for the episode's last step, the final observation's.
+        goal_index = (rows + delta + 1) % self.steps_per_env * self.n_envs + envs
+        goals = self._data["obs/achieved_goal"].take(goal_index, axis=0)
         last = np.flatnonzero(delta == remaining - 1)
-        goals[last] = self._finals_goal[slot[v][last]]
-        shape, dtype = self.obs_specs["achieved_goal"]
-        goals = goals.view(dtype).reshape(len(goal_rows), *shape)
+        goals[last] = self._finals["achieved_goal"][slot[last]]
         # The goal is part of the state: the next observation pursues the same new goal.
         batch["observations"]["desired_goal"][v] = goals
         batch["next_observations"]["desired_goal"][v] = goals
         infos: Any = None
-        if self._info_columns is not None:
-            infos = {key: column[flat[v]] for key, column in self._info_columns.items()}
-        elif self._infos is not None:
-            infos = self._infos[flat[v]]
+        if self.info_keys:
+            infos = {key: self._data[f"info/{key}"].take(index, axis=0) for key in self.info_keys}
+        elif self.copy_info_dict:
+            infos = self._data["info_dict"].take(index)
         # r_t depends on the state s_{t+1} the action led to: compare the *next* achieved goal.
         achieved = batch["next_observations"]["achieved_goal"][v]
         rewards = np.asarray(self.reward_fn(achieved, goals, infos), dtype=np.float32)
@@ -998,157 +879,3 @@ class HerStorage:
             assert self.terminated_fn is not None
             flags = np.asarray(self.terminated_fn(achieved, goals, infos), dtype=np.float32)
             batch["terminateds"][v] = flags.reshape(len(goals))
-
-
-def field_specs(observation_space: Any) -> dict[str, Spec]:
-    """``{key: (shape, dtype)}`` from a ``spaces.Dict`` or a mapping of ``(shape, dtype)`` pairs."""
-    items: list[tuple[str, Any]]
-    if isinstance(observation_space, spaces.Dict):
-        items = [(key, (space.shape, space.dtype)) for key, space in observation_space.spaces.items()]
-    elif isinstance(observation_space, Mapping):
-        items = list(observation_space.items())
-    else:
-        raise TypeError(
-            "observation_space must be a gymnasium.spaces.Dict or a mapping {key: (shape, dtype)}, "
-            f"got {type(observation_space).__name__}"
-        )
-    specs: dict[str, Spec] = {}
-    for key, spec in items:
-        try:
-            shape, dtype = spec
-            specs[key] = (tuple(int(d) for d in shape), np.dtype(dtype))
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"observation_space[{key!r}] has no usable (shape, dtype), got {spec!r}"
-            ) from None
-    missing = [key for key in GOAL_KEYS if key not in specs]
-    if missing:
-        raise ValueError(
-            f"observation_space lacks the key(s) {missing}; HER needs 'achieved_goal' and 'desired_goal' "
-            f"(it has {list(specs)})"
-        )
-    if specs["achieved_goal"] != specs["desired_goal"]:
-        raise ValueError(
-            "observation_space['achieved_goal'] and ['desired_goal'] differ "
-            f"({specs['achieved_goal']} vs {specs['desired_goal']}); relabelling puts achieved goals in "
-            "place of desired goals, so they need the same shape and dtype"
-        )
-    return specs
-
-
-def action_spec(action_space: Any) -> Spec:
-    """``(shape, dtype)`` of a gymnasium Space or of a ``(shape, dtype)`` pair."""
-    if isinstance(action_space, spaces.Space):
-        if action_space.shape is None or action_space.dtype is None:
-            raise TypeError(f"action_space {action_space} has no fixed shape and dtype")
-        return tuple(action_space.shape), np.dtype(action_space.dtype)
-    try:
-        shape, dtype = action_space
-        return tuple(int(d) for d in shape), np.dtype(dtype)
-    except (TypeError, ValueError):
-        raise TypeError(
-            f"action_space must be a gymnasium Space or a (shape, dtype) pair, got {action_space!r}"
-        ) from None
-
-
-def record_dtype(fields: Mapping[str, Spec], last: str | None = None) -> np.dtype:
-    """The structured dtype of one row record, every field aligned to its item size.
-
-    Fields are placed by decreasing item size, so none needs padding, but ``last`` goes last (aligned);
-    the record is padded to a multiple of 8 bytes, so every field stays aligned in an array of
-    records (``torch.from_numpy`` needs strides that are multiples of the item size).
-    """
-    names, formats, offsets, offset = [], [], [], 0
-    for name, (shape, dtype) in sorted(
-        fields.items(), key=lambda item: (item[0] == last, -item[1][1].itemsize)
-    ):
-        names.append(name)
-        formats.append((dtype, shape) if shape else dtype)
-        offset = -(-offset // dtype.alignment) * dtype.alignment
-        offsets.append(offset)
-        offset += int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    itemsize = max(-(-offset // 8) * 8, 8)
-    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": itemsize})
-
-
-def _readonly(array: np.ndarray) -> np.ndarray:
-    array = array.view()
-    array.flags.writeable = False
-    return array
-
-
-def _finite_check(runs: list[np.ndarray]) -> Callable[[], bool]:
-    """A function telling whether every ``run . run`` is finite: false if NaN or inf is anywhere in the
-    real arrays ``runs`` (a huge finite value may make it false too; the full checks then tell which).
-    ``np.vdot``: the one product that does not warn when it overflows. One or two runs (the usual
-    record) are spelt out: ``all(map(...))`` costs 0.3-0.5 us more."""
-    isfinite, vdot = math.isfinite, np.vdot
-    if len(runs) == 1:
-        (a,) = runs
-        return lambda: isfinite(vdot(a, a))
-    if len(runs) == 2:
-        a, b = runs
-        return lambda: isfinite(vdot(a, a)) and isfinite(vdot(b, b))
-    return lambda: all(map(isfinite, map(vdot, runs, runs)))
-
-
-_first = itemgetter(0)
-# What _getters and _views make: not pickled.
-_MADE_ON_LOAD = frozenset(
-    "_values _float_values _accepted _rows _pair _pairs _row_fields _episode_ids _pending_views _raw _goal_raw _goal_offset "
-    "_finals_raw _finals_goal _finals_views _scratch _scratch_raw _head_raw _scratch_finite _in_record_order _record_path".split()
-)
-
-
-def _tuple_getter(keys: list[str]) -> Callable[[Any], tuple[Any, ...]]:
-    """``mapping -> tuple of mapping[key] for key in keys``, one C call where it can."""
-    if len(keys) > 1:
-        return itemgetter(*keys)
-    return lambda mapping: tuple(mapping[key] for key in keys)
-
-
-def _object_array(items: list[Any]) -> np.ndarray:
-    """A 1-d object array holding ``items`` as they are (``np.array`` would nest sequences)."""
-    out = np.empty(len(items), dtype=object)
-    out[:] = [None] * len(items)
-    for i, item in enumerate(items):
-        out[i] = item
-    return out
-
-
-def _spec_text(spec: Spec) -> str:
-    return f"{spec[0]} {spec[1]}"
-
-
-def _specs_text(specs: Mapping[str, Spec]) -> str:
-    return "{" + ", ".join(f"{key!r}: {_spec_text(spec)}" for key, spec in sorted(specs.items())) + "}"
-
-
-def available_memory() -> int | None:
-    """Bytes of memory new allocations can use, or None where this cannot be told.
-
-    psutil's ``virtual_memory().available`` when psutil is installed (as stable-baselines3), else
-    Linux's ``MemAvailable`` (``/proc/meminfo``); either way no more than a cgroup v2 memory limit
-    leaves (``/sys/fs/cgroup/memory.max`` less ``memory.current``: a container's limit).
-    """
-    available: int | None = None
-    try:
-        available = int(importlib.import_module("psutil").virtual_memory().available)
-    except ImportError:
-        try:
-            with open("/proc/meminfo", "rb") as f:
-                for line in f:
-                    if line.startswith(b"MemAvailable:"):
-                        available = int(line.split()[1]) * 1024  # in kB
-        except (OSError, ValueError, IndexError):
-            pass
-    try:
-        with open("/sys/fs/cgroup/memory.max", "rb") as f:
-            limit = f.read().strip()
-        if limit != b"max":
-            with open("/sys/fs/cgroup/memory.current", "rb") as f:
-                room = max(int(limit) - int(f.read().strip()), 0)
-            available = room if available is None else min(available, room)
-    except (OSError, ValueError):
-        pass
-    return available

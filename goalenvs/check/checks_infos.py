@@ -19,7 +19,7 @@ from goalenvs.check.context import Context
 from goalenvs.check.contract import call, rewards_close
 from goalenvs.check.report import Skip, Verdict
 from goalenvs.check.values import QuietGoalFunctions
-from her.envfns import locate_env_attribute
+from goalenvs.core import locate_env_attribute
 
 __all__ = ["ATTRIBUTE", "check_reward_info_keys"]
 

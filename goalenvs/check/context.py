@@ -14,7 +14,7 @@ from goalenvs.check.contract import call, rewards_close
 from goalenvs.check.report import Skip
 from goalenvs.check.rollout import Event, Rollout, Transition, slice_obs
 from goalenvs.check.values import QuietGoalFunctions, copy_obs
-from her.envfns import GOAL_FUNCTIONS, env_layers, locate_env_attribute
+from goalenvs.core import GOAL_FUNCTIONS, env_layers, locate_env_attribute
 
 __all__ = ["GOAL_FUNCTIONS", "Context"]
 
@@ -67,7 +67,7 @@ class Context:
         return self.rollout.transitions
 
     def find(self, name: str) -> tuple[Callable[..., Any], str, int] | None:
-        """``(function, provider name, layer index)``, found by :func:`her.envfns.locate_env_attribute`.
+        """``(function, provider name, layer index)``, found by :func:`goalenvs.core.locate_env_attribute`.
 
         The layer index says where in :attr:`layers` the function lives (``len(layers)`` for a
         vector env's sub-env 0, where SB3's ``env_method(..., indices=[0])`` would find it).

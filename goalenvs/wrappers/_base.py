@@ -2,7 +2,7 @@
 
 A goal-aware wrapper keeps one promise: ``compute_reward`` / ``compute_terminated`` /
 ``compute_truncated`` take goals *as this wrapper's observations show them*. A wrapper that changes
-goals (normalising, flattening) maps them back with :meth:`_GoalFunctions.goal_to_inner` before
+goals (normalising, flattening) maps them back with :meth:`GoalFunctions.goal_to_inner` before
 calling the wrapped env's functions; a wrapper that changes the reward replaces ``compute_reward``
 and makes ``step`` return its answer. Either way ``step``'s reward is ``compute_reward`` of the
 returned observation, which is what Hindsight Experience Replay relies on.
@@ -25,10 +25,16 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from goalenvs._util import object_array
-from goalenvs.core import check_goal_space
-from her.envfns import GOAL_FUNCTIONS, find_goal_function  # written once, in her (which stands alone)
+from goalenvs.core import GOAL_FUNCTIONS, check_goal_space, find_goal_function
 
-__all__ = ["GOAL_FUNCTIONS", "GoalWrapper", "VectorGoalWrapper", "find_goal_function", "goal_batch_shape"]
+__all__ = [
+    "GOAL_FUNCTIONS",
+    "GoalFunctions",
+    "GoalWrapper",
+    "VectorGoalWrapper",
+    "find_goal_function",
+    "goal_batch_shape",
+]
 
 
 def goal_batch_shape(goal: np.ndarray, goal_shape: tuple[int, ...], name: str = "goal") -> tuple[int, ...]:
@@ -67,7 +73,7 @@ def vector_env_space(env: Any) -> spaces.Dict:
     return check_goal_space(env.single_observation_space)
 
 
-class _GoalFunctions:
+class GoalFunctions:
     """compute_reward / compute_terminated / compute_truncated of the wrapped env, seen through the wrapper.
 
     The wrapped env's functions are looked up once, at construction. ``compute_terminated`` and
@@ -124,7 +130,7 @@ class _GoalFunctions:
         return obs
 
 
-class GoalWrapper(_GoalFunctions, gym.Wrapper, gym.utils.RecordConstructorArgs):
+class GoalWrapper(GoalFunctions, gym.Wrapper, gym.utils.RecordConstructorArgs):
     """Base of the single-env goal wrappers: ``step`` and ``reset`` keep the GoalEnv contract.
 
     Subclasses record their constructor arguments (``gym.utils.RecordConstructorArgs``), as
@@ -159,7 +165,7 @@ def _autoreset_mode(env: VectorEnv) -> AutoresetMode:
         raise ValueError(f"unknown autoreset_mode {mode!r} in the vector env's metadata") from None
 
 
-class VectorGoalWrapper(_GoalFunctions, gym.vector.VectorWrapper):
+class VectorGoalWrapper(GoalFunctions, gym.vector.VectorWrapper):
     """Base of the vector goal wrappers: the same logic over the batch, autoreset rows handled.
 
     With ``NEXT_STEP`` autoreset (Gymnasium's default) the step after an episode ends only resets

@@ -22,8 +22,8 @@ from goalenvs._util import env_info
 from goalenvs.core import check_goal_space, info_values
 from goalenvs.wrappers._base import (
     GOAL_FUNCTIONS,
+    GoalFunctions,
     GoalWrapper,
-    _GoalFunctions,
     goal_batch_shape,
     single_env_space,
 )
@@ -49,7 +49,7 @@ def _fixed_shape(space: gym.Space, what: str) -> tuple[int, ...]:
     return space.shape
 
 
-class VectorizeLogic(_GoalFunctions):
+class VectorizeLogic(GoalFunctions):
     """Call the wrapped env's one-at-a-time goal functions row by row over any batch shape."""
 
     def _init_vectorize(self, space: spaces.Dict) -> None:

@@ -22,7 +22,7 @@ import pytest
 
 import goalenvs
 from her import HerStorage
-from her.storage import available_memory
+from her.specs import available_memory
 from tests.her import encoded as legacy
 from tests.her.test_her_storage import assert_same_storage
 
@@ -314,8 +314,8 @@ def test_planned_bytes_are_the_allocated_bytes(n_envs, capacity, copy_info_dict)
 
 @pytest.mark.parametrize("capacity", [2**56, 2**62])
 def test_a_storage_beyond_memory_warns_then_fails_in_one_line(capacity):
-    # 2**56 records of 96 bytes (6.9e18 bytes) exceed any machine's address space, so numpy refuses
-    # to map them (MemoryError) without touching a page; 2**62 records exceed 2**63 bytes, which
+    # 2**56 rows of 94 bytes (6.8e18 bytes) exceed any machine's address space, so numpy refuses
+    # to map them (MemoryError) without touching a page; 2**62 rows exceed 2**63 bytes, which
     # numpy refuses as a ValueError. Both come out as one MemoryError naming capacity and bytes.
     warns = pytest.warns(
         UserWarning,
@@ -334,7 +334,7 @@ def test_a_storage_beyond_memory_warns_then_fails_in_one_line(capacity):
         message,
     )
     needed = int(re.search(r"needs ([\d,]+) bytes", message).group(1).replace(",", ""))
-    assert needed > capacity * 96  # records of 96 bytes, plus the bookkeeping
+    assert needed > capacity * 94  # rows of 94 bytes, plus the bookkeeping
 
 
 def test_available_memory_is_read_on_linux():
