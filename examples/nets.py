@@ -3,6 +3,7 @@ the networks, and :func:`load_policy` (the greedy policy of a run's latest check
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -130,3 +131,23 @@ def load_policy(run_dir: Path, option: str = "--policy") -> tuple[Policy, str]:
         return u if unit else low + (u + 1.0) * 0.5 * (high - low)  # [-1, 1] -> the env's bounds
 
     return policy, cfg["env_id"]
+
+
+def record_gif(policy: Policy, env_id: str, seed: int, episodes: int = 3, size: int = 240) -> bytes:
+    """A GIF (its bytes, 25 frames per second) of ``episodes`` episodes of ``policy``, seeded from ``seed``."""
+    import imageio.v2 as imageio
+
+    env = gym.make(env_id, render_mode="rgb_array", width=size, height=size)
+    frames: list[Any] = []
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        frames.append(env.render())
+        done = False
+        while not done:
+            obs, _, terminated, truncated, _ = env.step(policy({k: v[None] for k, v in obs.items()})[0])
+            frames.append(env.render())
+            done = terminated or truncated
+    env.close()
+    data = io.BytesIO()
+    imageio.mimsave(data, frames, format="GIF", duration=40, loop=0)
+    return data.getvalue()
