@@ -506,9 +506,7 @@ def main(argv: list[str] | None = None) -> float:
     def body() -> float:
         cfg, args = run.start(argv, output, check)
         cfg = cfg if args.evaluate is None else replace(cfg, eval_episodes=args.evaluate)
-        t = Trainer(
-            cfg, run.rank, run.size, args.env_threads, track=(args.tensorboard or run.tensorboard) is not None
-        )
+        t = Trainer(cfg, run.rank, run.size, args.env_threads, track=run.tracking)
         t.timers = t.agent.timers = run.timers
         run.progress = lambda: f"at epoch {t.epoch}, cycle {t.cycle}"
         if run.resuming:

@@ -749,7 +749,7 @@ class Run:
         self.specs = {f.name: f.metadata["accepted"] for f in fields(config)}
         self.folder: RunFolder | None = None
         self.checkpoint: Checkpoint | None = None
-        self.path, self.resuming = Path(), False
+        self.path, self.resuming, self.tracking = Path(), False, False
         self.tensorboard: Path | None = None  # a resumed run's TensorBoard folder
         self.tb: Any = None  # its SummaryWriter
         self.rows: list[dict[str, Any]] = []  # the curve, one row per epoch (kept in checkpoints)
@@ -809,7 +809,7 @@ class Run:
     def start(self, argv: list[str] | None, output: Callable[[Any], Path], check: Callable[[Any, int], None]) -> tuple[Any, argparse.Namespace]:  # fmt: skip
         """The run's settings and options, checked (``check(cfg, workers)`` adds the script's checks), and
         its folder locked by worker 0, which hands them to the others; nothing is written yet."""
-        go = None
+        go: Any = None
         if self.rank == 0:
             try:
                 go = self.settings(sys.argv[1:] if argv is None else list(argv), output, check)
@@ -818,10 +818,10 @@ class Run:
         go = self.broadcast(go)
         if go is None:
             raise SystemExit(2)
-        self.cfg, self.args, self.resuming = go
+        self.cfg, self.args, self.resuming, self.tracking = go  # tracking: TensorBoard's figures are summed
         return self.cfg, self.args
 
-    def settings(self, argv: list[str], output: Callable[[Any], Path], check: Callable[[Any, int], None]) -> tuple[Any, Any, bool]:  # fmt: skip
+    def settings(self, argv: list[str], output: Callable[[Any], Path], check: Callable[[Any, int], None]) -> tuple[Any, Any, bool, bool]:  # fmt: skip
         args = options(self.config, self.script, "").parse_args(argv)
         values = {k: getattr(args, k) for k in self.specs if getattr(args, k) is not None}
         check_settings(values, self.specs, "option")
@@ -844,7 +844,7 @@ class Run:
         if args.tensorboard is not None:
             check_new_folder(args.tensorboard, "--tensorboard")
         self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
-        return cfg, args, False
+        return cfg, args, False, args.tensorboard is not None
 
     def conf_entry(self, path: Path, env_id: str) -> dict[str, Any]:
         """The ``env_id`` entry of a YAML settings file, its keys and values checked."""
@@ -866,7 +866,7 @@ class Run:
 
     def resumed(
         self, args: Any, values: dict[str, Any], check: Callable[[Any, int], None]
-    ) -> tuple[Any, Any, bool]:
+    ) -> tuple[Any, Any, bool, bool]:
         """A resumed run's settings: its config.json's, those in ``free`` changed by options; and its checkpoint."""
         out = self.path = args.resume
         RunFolder.read_only(out, self.script, self.outputs)  # a run folder of this script
@@ -928,7 +928,7 @@ class Run:
             raise RunError(f"--resume: {path} differs from its checkpoint's settings in {differ}; restore config.json or start again with --force")  # fmt: skip
         if cfg.epochs < done:
             raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
-        return cfg, args, True
+        return cfg, args, True, args.evaluate is None and (self.tensorboard or args.tensorboard) is not None
 
     # ------------------------------------------------------------------ checkpoints
     def resume(self, fits: Callable[[dict[str, Any], dict[str, Any], int], tuple[str, object] | None]) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
@@ -1044,8 +1044,8 @@ class Run:
             self.clock[3] + time.process_time() - self.clock[1],
         )
         timers, before = self.timers.seconds, self.rows[-1] if self.rows else {"env_steps": 0, "updates": 0}
-        row = {"epoch": epoch, "env_steps": steps, "updates": updates, "success_rate": success, "wall_s": round(wall, 1),
-               "cpu_s": round(cpu, 1), **{f"t_{k}": round(v, 1) for k, v in timers.items()}}  # fmt: skip
+        row = {"epoch": epoch, "env_steps": steps, "updates": updates, "success_rate": success, "wall_s": round(wall, 3),
+               "cpu_s": round(cpu, 3), **{f"t_{k}": round(v, 3) for k, v in timers.items()}}  # fmt: skip
         self.rows.append(row)
         if self.folder is not None:
             self.folder.write("eval.csv", csv_text(self.rows))

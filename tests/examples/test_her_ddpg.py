@@ -211,6 +211,18 @@ def test_run_writes_curve_plot_checkpoint_and_gif(tmp_path: Path) -> None:
         nets.load_policy(out)
 
 
+@pytest.mark.xfail(
+    strict=True, reason="HerStorage pickles its whole capacity until the her branch's storage lands"
+)
+def test_a_checkpoint_holds_what_was_stored_not_the_storage_capacity(tmp_path: Path) -> None:
+    """A 400-step run with room for 200k transitions: its checkpoint is the size of 400 steps."""
+    out = tmp_path / "run"
+    her_ddpg.main(
+        [*TINY, "--n-cycles", "4", "--buffer-size", "200000", "--epochs", "1", "--output", str(out)]
+    )
+    assert sum(p.stat().st_size for p in _checkpoint(out).iterdir()) < 2_000_000
+
+
 def test_gif_of_the_greedy_policy(tmp_path: Path) -> None:
     import gymnasium as gym
 
