@@ -690,48 +690,39 @@ class Timers:
             self.inner[-1] += spent
 
 
-def options(config: type, script: str, description: str) -> ArgumentParser:
-    """The options of a run: one per field of the settings dataclass ``config``, and the run's own."""
-    parser = ArgumentParser(prog=script, description=description)
-    add = parser.add_argument
-    add("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR")
-    add("--output", type=Path, help="the run's folder (made if needed)")
-    add(
-        "--force",
-        action="store_true",
-        help="replace the run in a non-empty --output (only a run's own files)",
-    )
-    add("--save-freq", type=at_least(0), default=5, help="epochs between checkpoints (0: none)")
-    add(
-        "--evaluate",
-        type=at_least(1),
-        metavar="N",
-        help="with --resume: the checkpoint's success over N episodes",
-    )
-    add(
-        "--tensorboard",
-        type=folder_path,
-        metavar="DIR",
-        help="also write TensorBoard events to DIR/<run>_<N>",
-    )
-    add("--env-threads", type=at_least(1), default=1, help="threads stepping each worker's envs (default 1)")
-    add("--conf-file", type=Path, help="per-env settings (YAML: env id -> settings)")
-    add("--profile", action="store_true", help="print where the time went")
-    add("--no-gif", action="store_true", help="skip the GIF of the trained policy")
+RUN_OPTIONS: dict[str, dict[str, Any]] = {  # a run's own options, besides one per setting
+    "--resume": dict(type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR"),
+    "--output": dict(type=Path, help="the run's folder (made if needed)"),
+    "--force": dict(action="store_true", help="replace the run in a non-empty --output (its own files only)"),
+    "--save-freq": dict(type=at_least(0), default=5, help="epochs between checkpoints (0: none)"),
+    "--evaluate": dict(type=at_least(1), metavar="N", help="with --resume: the success over N episodes"),
+    "--tensorboard": dict(
+        type=folder_path, metavar="DIR", help="also write TensorBoard events to DIR/<run>_<N>"
+    ),
+    "--env-threads": dict(
+        type=at_least(1), default=1, help="threads stepping each worker's envs (default 1)"
+    ),
+    "--conf-file": dict(type=Path, help="per-env settings (YAML: env id -> settings)"),
+    "--profile": dict(action="store_true", help="print where the time went"),
+    "--no-gif": dict(action="store_true", help="skip the GIF of the trained policy"),
+}
+
+
+def options(config: type, script: str) -> ArgumentParser:
+    """The options of a run: :data:`RUN_OPTIONS` and one per field of the settings dataclass ``config``."""
+    parser = ArgumentParser(prog=script)
+    for flag, kwargs in RUN_OPTIONS.items():
+        parser.add_argument(flag, **kwargs)
     for f in fields(config):
-        flag, accepted = (
-            ["--" + f.name.replace("_", "-")] + (["--env"] if f.name == "env_id" else []),
+        flags, accepted = (
+            ["--" + f.name.replace("_", "-")] + ["--env"] * (f.name == "env_id"),
             f.metadata["accepted"],
         )
         if accepted is bool:
-            add(*flag, action=argparse.BooleanOptionalAction, default=None)
+            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=None)
         else:
-            add(
-                *flag,
-                type=accepted.kind if isinstance(accepted, Range) else str,
-                default=None,
-                help=f"default {f.default}",
-            )
+            kind = accepted.kind if isinstance(accepted, Range) else str
+            parser.add_argument(*flags, type=kind, default=None, help=f"default {f.default}")
     return parser
 
 
@@ -822,7 +813,7 @@ class Run:
         return self.cfg, self.args
 
     def settings(self, argv: list[str], output: Callable[[Any], Path], check: Callable[[Any, int], None]) -> tuple[Any, Any, bool, bool]:  # fmt: skip
-        args = options(self.config, self.script, "").parse_args(argv)
+        args = options(self.config, self.script).parse_args(argv)
         values = {k: getattr(args, k) for k in self.specs if getattr(args, k) is not None}
         check_settings(values, self.specs, "option")
         if args.tensorboard is not None and args.evaluate is not None:
