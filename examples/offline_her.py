@@ -125,10 +125,10 @@ def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -
 
 def load_ddpg_policy(run_dir: Path) -> tuple[Agent, str]:
     """The agent of the latest checkpoint of a ``her_ddpg.py`` run, and its env id (one-line errors)."""
-    import ddpg_options
+    import nets
 
     checkpoint = RunFolder.read_only(
-        run_dir, ddpg_options.SCRIPT, ddpg_options.OUTPUTS, option="--policy"
+        run_dir, nets.SCRIPT, nets.OUTPUTS, option="--policy"
     ).latest_checkpoint()
     if checkpoint is None:
         raise RunError(

@@ -1,28 +1,18 @@
-"""The run folder of a training script: one process at a time, whole checkpoints, the user's files kept.
+"""The run module of the training scripts (train.py, her_ddpg.py, offline_her.py): a run folder's rules,
+written once (docs/failures.md says what each promises, and names its test).
 
-Both ``examples/train.py`` and ``examples/her_ddpg.py`` keep their outputs through this module, so the
-rules are written once:
+* Settings are checked before the first write (:class:`Range`, :func:`check_settings`, :func:`setting`).
+* One process per folder: an advisory ``flock`` on ``.lock``, which holds the holder's pid; the kernel
+  drops it when the holder dies, however it dies.
+* Nothing of the user's is deleted: ``.run-manifest.json`` names what a run wrote (before writing it);
+  ``--force`` removes those names only, and refuses a file it would overwrite that no run wrote.
+* A checkpoint is one unit: its files are written to ``checkpoints/.tmp-<tag>-<pid>/`` with a
+  ``MANIFEST.json`` (sizes, SHA-256, the run's id), each fsynced, then renamed in one step; loading
+  checks it all. Every other file is written aside, fsynced and renamed (:func:`write_atomic`).
+* Every exit but success is one line (:func:`run_main`); Ctrl-C says where to go on from.
 
-* **Settings are checked before the first write.** :class:`Range` gives every numeric setting its
-  accepted values; :func:`check_settings` names the bad one (with the file and key it came from).
-* **One process per folder.** :meth:`RunFolder.create` and :meth:`RunFolder.open` take an advisory
-  lock (``fcntl.flock`` on ``.lock``, which holds the holder's pid) before anything is written; a
-  second process is refused at once, naming that pid. The kernel drops the lock when its holder dies
-  (``kill -9`` included), so a stale lock is simply taken over.
-* **Nothing of the user's is deleted.** ``.run-manifest.json`` names everything a run wrote here (the
-  name is recorded before the file is written). ``--force`` removes those names and nothing else, and
-  refuses when a file the script would write is there but was not written by a run.
-* **A checkpoint is one atomic unit.** Its files are written to ``checkpoints/.tmp-<tag>-<pid>/`` with
-  a ``MANIFEST.json`` (size and SHA-256 of each file, the run's id, the script's metadata), fsynced,
-  and switched in by one rename; only then are older checkpoints removed. Loading checks the run id,
-  sizes and hashes, so a damaged or foreign checkpoint is refused with one line, never half-loaded.
-* **Every file a user's work depends on is written aside, fsynced and renamed** (:func:`write_atomic`).
-* **A folder beside the run (``--tensorboard DIR``) is checked before the first write too**
-  (:func:`check_new_folder`), and each run writes in a subfolder of its own (:func:`make_numbered_folder`),
-  which a resumed run goes on writing in; nothing else in it is touched.
-
-Errors a user can act on are :class:`RunError` (one line: which file, what is wrong, what to do); the
-scripts print them as ``<script>: error: <message>`` and exit with status 2.
+:class:`Run` is what her_ddpg.py's loop calls: options from its settings dataclass, the folder, the
+curve, TensorBoard, checkpoints of every torchrun worker's part, and resume.
 """
 
 from __future__ import annotations
@@ -36,13 +26,15 @@ import io
 import json
 import math
 import os
+import pickle
 import re
 import shutil
 import signal
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -51,33 +43,14 @@ try:
 except ImportError:  # Windows: no flock; the folder is then not locked (said in docs/training.md)
     fcntl = None  # type: ignore[assignment]
 
-__all__ = [
-    "ArgumentParser",
-    "Checkpoint",
-    "Range",
-    "RunError",
-    "RunFolder",
-    "at_least",
-    "check_capacity",
-    "check_new_folder",
-    "check_settings",
-    "csv_text",
-    "folder_path",
-    "fsync_dir",
-    "make_numbered_folder",
-    "resumed_folder",
-    "run_main",
-    "sigterm_as_interrupt",
-    "write_atomic",
-]
-
 _T = TypeVar("_T")
-
-LOCK = ".lock"
-MANIFEST = ".run-manifest.json"
-CHECKPOINTS = "checkpoints"
-CHECKPOINT_MANIFEST = "MANIFEST.json"
-_TAG_DIGITS = 12
+LOCK, MANIFEST, CHECKPOINTS, CHECKPOINT_MANIFEST = (
+    ".lock",
+    ".run-manifest.json",
+    "checkpoints",
+    "MANIFEST.json",
+)
+BUSY = (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN)  # flock's errnos for a lock held elsewhere
 
 
 class RunError(Exception):
@@ -87,11 +60,8 @@ class RunError(Exception):
 # ---------------------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
 class Range:
-    """The accepted values of a numeric setting: ``kind`` int or float, within ``[low, high]``.
-
-    ``low_open`` / ``high_open`` exclude the bound. A float setting also accepts an int (``gamma: 1``
-    in YAML); neither accepts a bool, NaN or infinity.
-    """
+    """The accepted values of a numeric setting: ``kind`` int or float, within ``[low, high]`` (``low_open``
+    / ``high_open`` exclude a bound); never a bool, NaN or infinity."""
 
     kind: type = float
     low: float | None = None
@@ -106,50 +76,44 @@ class Range:
         return f"{what}, {lo}{name}{hi}" if lo or hi else what
 
     def accepts(self, value: Any) -> bool:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             return False
         if self.kind is int and not isinstance(value, int):
-            return False
-        if not math.isfinite(value):
             return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
         return not (self.high is not None and (value >= self.high if self.high_open else value > self.high))
 
 
-def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Range], where: str) -> None:
-    """Raise :class:`RunError` naming the first value outside its range; ``where`` says where it came from.
-
-    ``where`` is e.g. ``"--gamma"``-style (``"option"``: each key is named as its option) or a file
-    and entry (``"--conf-file: conf.yml, entry 'goalenvs/FetchPush-v0', key"``). Keys without a range
-    are not checked here.
-    """
+def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Any], where: str) -> None:
+    """Raise :class:`RunError` naming the first value not accepted. ``ranges`` maps a key to a :class:`Range`,
+    ``bool``, ``str`` or a tuple of choices; ``where`` is ``"option"`` (each key named as its option) or a
+    file and entry (``"--conf-file: conf.yml, entry 'X', key"``)."""
     for key, value in values.items():
         spec = ranges.get(key)
-        if spec is None or spec.accepts(value):
+        if isinstance(spec, Range):
+            ok, accepted = spec.accepts(value), spec.describe(key)
+        elif isinstance(spec, tuple):
+            ok, accepted = value in spec, " or ".join(spec)
+        elif spec in (bool, str):
+            ok, accepted = isinstance(value, spec), "true or false" if spec is bool else "a string"
+        else:
             continue
-        name = f"--{key.replace('_', '-')}" if where == "option" else f"{where} {key}"
-        raise RunError(f"{name}: {value!r} is not accepted; accepted: {spec.describe(key)}")
+        if not ok:
+            name = f"--{key.replace('_', '-')}" if where == "option" else f"{where} {key}"
+            raise RunError(f"{name}: {value!r} is not accepted; accepted: {accepted}")
 
 
-def check_capacity(buffer_size: int, n_envs: int, horizon: int | None, option: str) -> None:
-    """Refuse a replay storage too small to hold one whole episode of every env (HER samples whole
-    episodes: ``buffer_size // n_envs`` steps per env must reach the episode length ``horizon``).
-
-    ``option`` names where ``buffer_size`` came from. Without a known ``horizon`` nothing is checked.
-    """
-    if horizon is not None and buffer_size // n_envs < horizon:
-        raise RunError(
-            f"{option}: {buffer_size} is not accepted; accepted: at least n_envs x the episode length = "
-            f"{n_envs} x {horizon} = {n_envs * horizon} (the storage keeps buffer_size // n_envs steps per "
-            "env, and HER samples only whole episodes)"
-        )
+def setting(default: Any, accepted: Any) -> Any:
+    """A settings dataclass field: its default (a function: called) and its accepted values, for
+    :func:`check_settings` (:class:`Run` makes every field an option)."""
+    if callable(default):
+        return field(default_factory=default, metadata={"accepted": accepted})
+    return field(default=default, metadata={"accepted": accepted})
 
 
-# ---------------------------------------------------------------------------------------- folders beside the run
 def check_new_folder(path: Path, option: str) -> None:
-    """Raise :class:`RunError` unless ``path`` is a folder, or one that can be made (its nearest existing
-    ancestor is a folder this process may write in); writes nothing. ``option`` names where it came from."""
+    """Raise :class:`RunError` unless ``path`` is a folder or one this process can make; writes nothing."""
     accepted = "accepted: a folder (made if it does not exist)"
     if os.path.lexists(path) and not path.is_dir():
         raise RunError(f"{option}: {path} is a file, not a folder; {accepted}")
@@ -163,23 +127,17 @@ def check_new_folder(path: Path, option: str) -> None:
 
 
 def resumed_folder(recorded: Any, given: Path | None, option: str, resume: str, file: Path) -> Path | None:
-    """The folder beside the run (``--tensorboard``) that a resumed run goes on writing in; writes nothing.
-
-    ``recorded``: the run's own, as its settings ``file`` holds it (None: it had none); ``given``: this
-    command's ``option``, which must then be that folder's parent, or be left out; ``resume`` names the
-    resume option in errors. Returns the recorded folder, checked; None for a run that had none (a new
-    one is then made in ``given``, if given).
-    """
-    flag = option.split()[-1]  # "argument --tensorboard" -> "--tensorboard"
+    """The folder beside a resumed run (``--tensorboard``) that it goes on writing in: ``recorded`` in its
+    settings ``file`` (None: none; one is then made in ``given``); ``given`` must be its parent or absent."""
     if recorded is None:
         if given is not None:
             check_new_folder(given, option)
         return None
     if not isinstance(recorded, str) or not recorded:
         raise RunError(
-            f"{resume}: {file}, key tensorboard: {recorded!r} is not accepted; accepted: a folder's path or null"
+            f"{resume}: {file}, key tensorboard: {recorded!r} is not accepted; accepted: a path or null"
         )
-    path = Path(recorded)
+    path, flag = Path(recorded), option.split()[-1]
     if given is not None and given.resolve() != path.parent.resolve():
         raise RunError(
             f"{option}: this run writes its TensorBoard events to {path} (recorded in {file}), not in {given}; "
@@ -190,23 +148,21 @@ def resumed_folder(recorded: Any, given: Path | None, option: str, resume: str, 
 
 
 def folder_path(text: str) -> Path:
-    """An argparse type: a folder's path (an empty one is refused: ``Path("")`` would be the current folder)."""
+    """An argparse type: a folder's path (an empty one would be the current folder: refused)."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected a folder's path")
     return Path(text)
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """An argparse parser whose errors are one line (what was wrong, what is accepted), exit status 2,
-    without argparse's usage block; they name the script (a subcommand's parser too), as RunError's do."""
+    """An argparse parser whose errors are one line naming the script, exit status 2, no usage block."""
 
     def error(self, message: str) -> NoReturn:
-        script = self.prog.split()[0]  # a subcommand's prog is "<script> <command>"
-        self.exit(2, f"{script}: error: {' '.join(str(message).split())}\n")
+        self.exit(2, f"{self.prog.split()[0]}: error: {' '.join(str(message).split())}\n")
 
 
 def at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``minimum``; the error says what is accepted."""
+    """An argparse type: an integer >= ``minimum``."""
 
     def parse(text: str) -> int:
         if text.lstrip("-").isdigit() and int(text) >= minimum:
@@ -217,8 +173,7 @@ def at_least(minimum: int) -> Callable[[str], int]:
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:
-    """A curve's rows (one dict each) as the text of a CSV file: a column for every key of any row, in
-    the order they first appear (a run resumed by a newer version may add columns: her_ddpg's t_sync)."""
+    """Rows (one dict each) as CSV text: a column for every key of any row, in order of first appearance."""
     text = io.StringIO()
     writer = csv.DictWriter(text, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
     writer.writeheader()
@@ -227,7 +182,7 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
 
 
 def curve_png(steps: list[float], success: list[float], xlabel: str, title: str) -> bytes:
-    """A success curve (success rate against ``steps``) as a PNG file's bytes (both scripts' plot)."""
+    """A success curve as a PNG file's bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -245,20 +200,16 @@ def curve_png(steps: list[float], success: list[float], xlabel: str, title: str)
 
 
 def make_numbered_folder(parent: Path, name: str) -> Path:
-    """Make ``parent/<name>_<N>`` and return it: N is one above the highest of the folders already named
-    so (stable-baselines3's numbering of its TensorBoard runs), and a folder made by another process
-    meanwhile is skipped, so no two runs share one."""
+    """Make ``parent/<name>_<N>``, N one above the highest there (stable-baselines3's numbering of its
+    TensorBoard runs); a folder made by another process meanwhile is skipped."""
     parent.mkdir(parents=True, exist_ok=True)
     numbered = re.compile(re.escape(name) + r"_(\d+)")
     n = max((int(m.group(1)) for p in parent.iterdir() if (m := numbered.fullmatch(p.name))), default=0)
     while True:
         n += 1
-        path = parent / f"{name}_{n}"
-        try:
-            path.mkdir()
-        except FileExistsError:
-            continue
-        return path
+        with contextlib.suppress(FileExistsError):
+            (parent / f"{name}_{n}").mkdir()
+            return parent / f"{name}_{n}"
 
 
 # ---------------------------------------------------------------------------------------- atomic writes
@@ -266,7 +217,7 @@ def fsync_dir(path: Path) -> None:
     """Flush a directory's entries (a rename in it) to disk; a no-op where directories cannot be opened."""
     try:
         fd = os.open(path, os.O_RDONLY)
-    except OSError:  # Windows
+    except OSError:
         return
     try:
         os.fsync(fd)
@@ -290,7 +241,7 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     fsync_dir(path.parent)
 
 
-def _sha256(path: Path) -> str:
+def sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -298,15 +249,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-# ---------------------------------------------------------------------------------------- interrupts
+# ---------------------------------------------------------------------------------------- exits
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM (a scheduler's stop, ``kill``) ends the run as Ctrl-C does."""
@@ -328,26 +271,31 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def run_main(
     script: str, body: Callable[[], _T], where: Callable[[], str], quiet_interrupt: bool = False
 ) -> _T:
-    """Run a training script's ``body`` and end it the same way in every script.
-
-    A :class:`RunError` (a user's mistake, a damaged or busy folder) prints one line and exits with
-    status 2; Ctrl-C or SIGTERM prints one line ``<script>: interrupted <where()>`` and exits with 130;
-    a failed write (an ``OSError`` with an errno: a full disk, a read-only file system) prints one
-    line and exits with 1. ``where()`` says where the run stopped and how to go on from there.
-    """
+    """Run a script's ``body``, ending it the same way in every script: a :class:`RunError` is one line and
+    exit status 2; Ctrl-C or SIGTERM one line ``<script>: interrupted <where()>`` and 130; a failed write
+    (an ``OSError`` with an errno: a full disk) one line and 1; a lost torchrun worker one line and 1."""
     try:
         with sigterm_as_interrupt():
             return body()
     except RunError as exc:
         print(f"{script}: error: {exc}", file=sys.stderr)
-        raise SystemExit(getattr(exc, "exit_code", 2)) from None
+        raise SystemExit(2) from None
     except KeyboardInterrupt:
-        _interrupted(script, where, quiet_interrupt)
+        interrupted(script, where, quiet_interrupt)
     except Exception as exc:
-        # Ctrl-C inside a library's write can surface as the library's own clean-up error (torch.save
-        # raises "RuntimeError: ... unexpected pos" from its zip writer): still an interrupt.
-        if _raised_while_interrupted(exc):
-            _interrupted(script, where, quiet_interrupt)
+        if raised_while_interrupted(exc):  # Ctrl-C in a library's write can surface as its clean-up error
+            interrupted(script, where, quiet_interrupt)
+        dist = sys.modules.get("torch.distributed")
+        if dist is not None and isinstance(exc, dist.DistError):  # another worker is gone
+            text = " ".join(str(exc).split("\n")[0].split())
+            text = text.split("] ", 1)[-1].split(" This is typically caused by ")[0][:200]  # gloo's own words
+            rank, size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+            print(
+                f"{script}: error: worker {rank} of {size}: another worker stopped or cannot be reached ({text}); "
+                "this worker stops too. Resume the run from its last checkpoint with the same launch and --resume",
+                file=sys.stderr,
+            )
+            raise SystemExit(1) from None
         if not isinstance(exc, OSError) or exc.errno is None:
             raise
         file = f" ({exc.filename})" if exc.filename else ""
@@ -355,7 +303,7 @@ def run_main(
         raise SystemExit(1) from None
 
 
-def _raised_while_interrupted(exc: BaseException) -> bool:
+def raised_while_interrupted(exc: BaseException) -> bool:
     """Whether ``exc`` was raised while handling a KeyboardInterrupt (anywhere down its chain)."""
     seen: set[int] = set()
     cause: BaseException | None = exc
@@ -367,7 +315,7 @@ def _raised_while_interrupted(exc: BaseException) -> bool:
     return False
 
 
-def _interrupted(script: str, where: Callable[[], str], quiet: bool) -> NoReturn:
+def interrupted(script: str, where: Callable[[], str], quiet: bool) -> NoReturn:
     if not quiet:
         print(f"{script}: interrupted {where()}", file=sys.stderr)
     raise SystemExit(130) from None
@@ -386,10 +334,10 @@ class Checkpoint:
         return self.path / name
 
     def unfit(self, name: str, why: object) -> RunError:
-        """The one-line error for a file of this checkpoint that is whole (its hash matches) but does not
-        fit the run (another run's, or another version's). ``why``: the reason, or the exception."""
-        # torch's state_dict error names the first mismatch on its second line: keep two lines, on one.
-        text = " ".join(line.strip() for line in str(why).strip().splitlines()[:2])
+        """The one line for a file of this checkpoint that is whole but does not fit the run."""
+        text = " ".join(
+            line.strip() for line in str(why).strip().splitlines()[:2]
+        )  # torch's 2nd line names it
         text = text if len(text) <= 300 else text[:297] + "..."
         return RunError(
             f"checkpoint {self.path}: {name} does not fit this run ({text}); was it copied from another run "
@@ -401,126 +349,107 @@ class Checkpoint:
         try:
             return load(self.file(name))
         except Exception as exc:  # unpickling and torch can raise almost anything on foreign content
-            if not self.path.exists():  # read without the lock, and replaced by a newer checkpoint meanwhile
+            if not self.path.exists():  # read without the lock, and replaced by a newer one meanwhile
                 raise RunError(
-                    f"checkpoint {self.path} was replaced by a newer one while being read; run the command again"
+                    f"checkpoint {self.path} was replaced while being read; run the command again"
                 ) from None
             raise self.unfit(name, f"{type(exc).__name__}: {exc}") from None
 
 
-def _in_use(path: Path, holder: str) -> RunError:
+def in_use(path: Path, holder: str) -> RunError:
     return RunError(
         f"{path} is in use by another process (pid {holder}); wait for it to end, or choose another --output"
     )
 
 
-def _describe(names: list[str]) -> str:
-    return ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+def is_checkpoint(path: Path) -> bool:
+    """Whether ``path`` is a whole checkpoint a run wrote: a folder named by its tag, holding its manifest."""
+    return (
+        path.name.isdigit()
+        and path.is_dir()
+        and not path.is_symlink()
+        and (path / CHECKPOINT_MANIFEST).is_file()
+    )
 
 
 class RunFolder:
-    """An output folder held by this process (see the module docstring); use :meth:`create` or :meth:`open`.
-
-    ``script`` names the script (``"her_ddpg.py"``): a folder of another script is refused.
-    ``outputs`` are the names the script may write at the top level (besides ``checkpoints``).
-    """
+    """An output folder held by this process; use :meth:`create` or :meth:`open`. ``script`` names the
+    script (a folder of another script is refused); ``outputs``: the names it may write at the top."""
 
     def __init__(self, path: Path, script: str, outputs: Iterable[str]) -> None:
-        self.path, self.script = path, script
-        self.outputs = frozenset(outputs) | {CHECKPOINTS}
-        self.run_id = ""
-        self._written: set[str] = set()
-        self._lock_fd: int | None = None
+        self.path, self.script, self.outputs = path, script, frozenset(outputs) | {CHECKPOINTS}
+        self.run_id, self.written = "", set[str]()
+        self.lock_fd: int | None = None
 
-    # ------------------------------------------------------------------ opening
     @classmethod
     def check_new(cls, path: Path, force: bool, outputs: Iterable[str], script: str) -> None:
         """Raise :class:`RunError` unless a new run may use ``path``; writes nothing."""
-        folder = cls(path, script, outputs)
-        folder._check_new(force, option="--output")
+        cls(path, script, outputs).check_empty(force)
 
-    def _check_new(self, force: bool, option: str) -> None:
+    def check_empty(self, force: bool) -> None:
         path = self.path
         if path.exists() and not path.is_dir():
-            raise RunError(f"{option}: {path} is a file; accepted: a folder that is empty or does not exist")
+            raise RunError(f"--output: {path} is a file; accepted: a folder that is empty or does not exist")
         if not path.is_dir():
             return
-        held = sorted(p.name for p in path.iterdir() if p.name not in (LOCK, MANIFEST))
-        if not held and not (path / MANIFEST).exists():
-            return
-        manifest = self._read_manifest(missing_ok=True)
-        if not force:
-            if not held:  # only our bookkeeping: a run that stopped before its first output
-                return
+        # The lock, the manifest and its temporaries are a run's bookkeeping (one starting there this instant).
+        held = sorted(
+            p.name for p in path.iterdir() if not p.name.startswith((LOCK, MANIFEST, "." + MANIFEST))
+        )
+        manifest = self.read_manifest(missing_ok=True)
+        if held and not force:
+            self.check_free(path)  # a run busy there is named as such
             raise RunError(
-                f"{option}: {path} is not empty (it holds {_describe(held)}); pass --resume {path} to "
-                "continue that run, --force to replace it, or another --output"
+                f"--output: {path} is not empty (it holds {', '.join(held[:4])}{', ...' * (len(held) > 4)}); pass "
+                f"--resume {path} to continue that run, --force to replace it, or another --output"
             )
-        ours = set(manifest.get("files", [])) if manifest else set()
-        if manifest and manifest.get("script") not in (None, self.script):
+        if force and manifest and manifest.get("script") not in (None, self.script):
             raise RunError(
-                f"--force: {path} is a run folder of {manifest['script']}, not of {self.script}; "
-                "choose another --output"
+                f"--force: {path} is a run folder of {manifest['script']}, not of {self.script}; choose another --output"
             )
-        clash = sorted((set(held) & self.outputs) - ours)
-        if clash:
+        clash = sorted((set(held) & self.outputs) - set(manifest.get("files", []) if manifest else []))
+        if force and clash:
             raise RunError(
-                f"--force: {path} holds {_describe(clash)}, which no run of {self.script} recorded writing "
+                f"--force: {path} holds {', '.join(clash[:4])}, which no run of {self.script} recorded writing "
                 "(--force removes only a run's own files); move them away or choose another --output"
             )
 
     @classmethod
     def create(cls, path: Path, *, force: bool, outputs: Iterable[str], script: str) -> RunFolder:
         """Lock ``path`` (made if needed) for a new run; with ``force`` remove what an earlier run wrote there.
-
-        The folder is checked before anything is written and again once locked (another process may
-        have started a run in between). Files the user put there are never removed.
-        """
+        Checked before anything is written and again once locked; a refused start leaves no trace."""
         folder = cls(path, script, outputs)
-        folder._check_new(force, option="--output")
+        folder.check_empty(force)
         made = [p for p in (path, *path.parents) if not p.exists()]
         path.mkdir(parents=True, exist_ok=True)
         try:
-            folder._lock()
-            folder._check_new(force, option="--output")  # again: another run may have started meanwhile
+            folder.lock()
+            folder.check_empty(force)  # again: another run may have started meanwhile
         except BaseException:
-            if folder._lock_fd is not None and made:  # a lock file of ours, in a folder this call made
+            if folder.lock_fd is not None and made:
                 (path / LOCK).unlink(missing_ok=True)
             folder.close()
-            for p in made:  # innermost first: leave no trace of a refused start (rmdir keeps a non-empty one)
+            for p in made:  # innermost first (rmdir keeps a non-empty one)
                 with contextlib.suppress(OSError):
                     p.rmdir()
             raise
-        folder._remove_temporaries()
-        old = folder._read_manifest(missing_ok=True)
+        folder.remove_temporaries()
+        old = folder.read_manifest(missing_ok=True)
         for name in sorted(set(old.get("files", [])) if old else ()):
-            folder._remove_own(name)
-        folder.run_id = uuid.uuid4().hex
-        folder._written = {LOCK}
-        folder._write_manifest()
+            folder.remove_own(name)
+        folder.run_id, folder.written = uuid.uuid4().hex, {LOCK}
+        folder.write_manifest()
         return folder
 
     @classmethod
     def open(cls, path: Path, *, outputs: Iterable[str], script: str, option: str = "--resume") -> RunFolder:
         """Lock the folder of an existing run of ``script`` (to resume it)."""
-        folder = cls(path, script, outputs)
-        if not path.is_dir():
-            what = "does not exist" if not path.exists() else "is not a folder"
-            raise RunError(f"{option}: {path} {what}; accepted: an output folder of {script}")
-        manifest = folder._read_manifest(missing_ok=True)
-        if manifest is None:
-            raise RunError(
-                f"{option}: {path} is not a run folder of {script} (it has no {MANIFEST}); "
-                "accepted: the --output folder of a run"
-            )
-        if manifest.get("script") != script:
-            raise RunError(f"{option}: {path} is a run folder of {manifest.get('script')}, not of {script}")
-        folder._lock()
-        folder._remove_temporaries()
-        manifest = folder._read_manifest(missing_ok=False)  # as it is now that we hold the folder
+        folder = cls.read_only(path, script, outputs, option)
+        folder.lock()
+        folder.remove_temporaries()
+        manifest = folder.read_manifest(missing_ok=False)  # as it is now that we hold the folder
         assert manifest is not None
-        folder.run_id = manifest["run_id"]
-        folder._written = set(manifest["files"])
+        folder.run_id, folder.written = manifest["run_id"], set(manifest["files"])
         return folder
 
     @classmethod
@@ -529,19 +458,23 @@ class RunFolder:
     ) -> RunFolder:
         """The folder of a run of ``script``, not locked: for reading a checkpoint while a run may go on."""
         folder = cls(path, script, outputs)
-        manifest = folder._read_manifest(missing_ok=True) if path.is_dir() else None
-        if manifest is None or manifest.get("script") != script:
+        if not path.is_dir():
+            what = "does not exist" if not path.exists() else "is not a folder"
+            raise RunError(f"{option}: {path} {what}; accepted: an output folder of {script}")
+        manifest = folder.read_manifest(missing_ok=True)
+        if manifest is None:
             raise RunError(
                 f"{option}: {path} is not a run folder of {script}; accepted: the --output folder of a run"
             )
+        if manifest.get("script") != script:
+            raise RunError(f"{option}: {path} is a run folder of {manifest.get('script')}, not of {script}")
         folder.run_id = manifest["run_id"]
         return folder
 
     def close(self) -> None:
-        """Release the lock (the process's exit does too)."""
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)
+            self.lock_fd = None
 
     def __enter__(self) -> RunFolder:
         return self
@@ -549,30 +482,24 @@ class RunFolder:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _lock(self) -> None:
+    def lock(self) -> None:
         fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        if fcntl is not None:
-            try:
+        try:
+            if fcntl is not None:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as exc:
-                if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
-                    os.close(fd)
-                    raise
-                holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-                os.close(fd)
-                raise _in_use(self.path, holder) from None
+        except OSError as exc:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            if exc.errno not in BUSY:
+                raise
+            raise in_use(self.path, holder) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        self._lock_fd = fd
+        self.lock_fd = fd
 
     @staticmethod
     def check_free(path: Path) -> None:
-        """Raise :class:`RunError` naming the pid of a live process that holds ``path``; writes nothing.
-
-        For a script that does slow work (building a model) before :meth:`create` or :meth:`open`
-        take the lock: a busy folder is refused at once. It holds a shared lock for an instant: a
-        process taking the lock in that instant is refused as if the folder were in use.
-        """
+        """Raise :class:`RunError` naming the pid of a live process that holds ``path``; writes nothing."""
         if fcntl is None or not (path / LOCK).is_file():
             return
         try:
@@ -582,15 +509,13 @@ class RunFolder:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):
+            if exc.errno not in BUSY:
                 raise
-            holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
-            raise _in_use(path, holder) from None
+            raise in_use(path, os.read(fd, 32).decode(errors="replace").strip() or "unknown") from None
         finally:
             os.close(fd)  # releases the shared lock
 
-    # ------------------------------------------------------------------ manifest
-    def _read_manifest(self, missing_ok: bool) -> dict[str, Any] | None:
+    def read_manifest(self, missing_ok: bool) -> dict[str, Any] | None:
         path = self.path / MANIFEST
         try:
             manifest = json.loads(path.read_bytes())
@@ -610,17 +535,17 @@ class RunFolder:
             raise RunError(f"{path} is damaged (not a manifest of {self.script}); choose another --output")
         return manifest
 
-    def _write_manifest(self) -> None:
+    def write_manifest(self) -> None:
         text = json.dumps(
-            {"script": self.script, "run_id": self.run_id, "files": sorted(self._written)}, indent=1
+            {"script": self.script, "run_id": self.run_id, "files": sorted(self.written)}, indent=1
         )
         write_atomic(self.path / MANIFEST, text + "\n")
 
     def record(self, name: str) -> None:
         """Note ``name`` (a top-level entry) as written by this run, before it is written."""
-        if name not in self._written:
-            self._written.add(name)
-            self._write_manifest()
+        if name not in self.written:
+            self.written.add(name)
+            self.write_manifest()
 
     def write(self, name: str, data: bytes | str) -> Path:
         """Write the top-level file ``name`` atomically (recorded in the manifest first)."""
@@ -628,56 +553,52 @@ class RunFolder:
         write_atomic(self.path / name, data)
         return self.path / name
 
-    def _remove_temporaries(self) -> None:
-        """Remove the temporary files of :func:`write_atomic` that a killed process left (we hold the lock)."""
+    def remove_temporaries(self) -> None:
+        """Remove the temporaries of :func:`write_atomic` that a killed process left (we hold the lock)."""
         for name in (*self.outputs, MANIFEST):
             for tmp in self.path.glob(f".{name}.tmp-*"):
                 tmp.unlink(missing_ok=True)
 
-    def _remove_own(self, name: str) -> None:
-        """Remove an entry a run wrote; in ``checkpoints/`` only the checkpoints and their temporaries."""
+    def remove_own(self, name: str) -> None:
+        """Remove an entry a run wrote; in ``checkpoints/`` only whole checkpoints and their temporaries."""
         path = self.path / name
-        if name in (LOCK, MANIFEST):
-            return
-        if name == CHECKPOINTS and path.is_dir():
+        if name == CHECKPOINTS and path.is_dir() and not path.is_symlink():
             for child in path.iterdir():
-                if child.name.isdigit() or child.name.startswith(".tmp-"):
-                    shutil.rmtree(child, ignore_errors=True)
+                if is_checkpoint(child) or (child.name.startswith(".tmp-") and child.is_dir()):
+                    shutil.rmtree(child)
             with contextlib.suppress(OSError):
                 path.rmdir()  # kept if the user put something there
-        elif path.is_file() or path.is_symlink():
+        elif name not in (LOCK, MANIFEST) and (path.is_file() or path.is_symlink()):
             path.unlink()
 
-    # ------------------------------------------------------------------ checkpoints
     def save_checkpoint(
         self, tag: int, files: Mapping[str, Callable[[Path], None]], meta: Mapping[str, Any]
     ) -> Checkpoint:
-        """Write checkpoint ``tag`` as one unit and make it the latest; older ones are then removed.
-
-        ``files`` maps each file name to a function that writes it to the given path. ``meta`` (JSON)
-        is kept in the checkpoint's manifest. A crash at any moment leaves the previous checkpoint.
-        """
+        """Write checkpoint ``tag`` as one unit (``files``: each name's writer, given the path; ``meta``: JSON
+        kept in its manifest) and make it the latest; older ones are then removed."""
         self.record(CHECKPOINTS)
         root = self.path / CHECKPOINTS
         root.mkdir(exist_ok=True)
         for stale in root.glob(".tmp-*"):  # left by a process that died mid-write (we hold the lock)
             shutil.rmtree(stale, ignore_errors=True)
-        name = f"{tag:0{_TAG_DIGITS}d}"
-        final, tmp = root / name, root / f".tmp-{name}-{os.getpid()}"
-        if final.exists():  # this state is saved already (e.g. a periodic checkpoint at the last step);
-            return read_checkpoint(
-                final, self.script, self.run_id, verify=False
-            )  # never delete it to rewrite it
+        final, tmp = root / f"{tag:012d}", root / f".tmp-{tag:012d}-{os.getpid()}"
+        if final.exists():  # this state is saved already: never delete it to rewrite it
+            return read_checkpoint(final, self.script, self.run_id, verify=False)
         tmp.mkdir()
         try:
             hashes = {}
-            for file_name, write in files.items():
-                write(tmp / file_name)
-                _fsync_file(tmp / file_name)
-                hashes[file_name] = {
-                    "bytes": (tmp / file_name).stat().st_size,
-                    "sha256": _sha256(tmp / file_name),
-                }
+            for name, write in files.items():
+                try:
+                    write(tmp / name)
+                except OSError as exc:  # name the file in the one line a full disk ends with
+                    exc.filename = exc.filename or str(tmp / name)
+                    raise
+                fd = os.open(tmp / name, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                hashes[name] = {"bytes": (tmp / name).stat().st_size, "sha256": sha256(tmp / name)}
             manifest = {
                 "script": self.script,
                 "run_id": self.run_id,
@@ -692,34 +613,26 @@ class RunFolder:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         fsync_dir(root)
-        for old in root.iterdir():
-            if old.name.isdigit() and old.name != name:
+        for old in self.checkpoints():
+            if old != final and is_checkpoint(old):
                 shutil.rmtree(old, ignore_errors=True)
         return Checkpoint(final, tag, dict(meta))
 
     def checkpoints(self) -> list[Path]:
         """The whole checkpoints in the folder, oldest first (normally one)."""
         root = self.path / CHECKPOINTS
-        if not root.is_dir():
-            return []
-        return sorted(p for p in root.iterdir() if p.name.isdigit() and p.is_dir())
+        return sorted(p for p in root.iterdir() if p.name.isdigit() and p.is_dir()) if root.is_dir() else []
 
     def latest_checkpoint(self, verify: bool = True) -> Checkpoint | None:
-        """The newest checkpoint, checked whole (every file's size and hash) and of this run; None if none.
-
-        Raises :class:`RunError` when it is damaged or belongs to another run.
-        """
-        run_id = self.run_id if self.run_id else None
+        """The newest checkpoint, checked whole and of this run; None if none (damaged: :class:`RunError`)."""
         for _ in range(3):
             found = self.checkpoints()
             if not found:
                 return None
             try:
-                return read_checkpoint(found[-1], self.script, run_id, verify)
+                return read_checkpoint(found[-1], self.script, self.run_id or None, verify)
             except (RunError, OSError):
-                # A reader that does not hold the folder (--evaluate, enjoy.py) can see a checkpoint
-                # removed under it once a newer one is whole: look again, rather than call it damaged.
-                if found[-1].exists():
+                if found[-1].exists():  # else removed under a reader once a newer one was whole: look again
                     raise
         raise RunError(
             f"the checkpoints of {self.path} kept changing while being read; run the command again"
@@ -745,15 +658,432 @@ def read_checkpoint(path: Path, script: str, run_id: str | None, verify: bool = 
             f"checkpoint {path} belongs to another run (run id {manifest.get('run_id')}, of "
             f"{manifest.get('script')}), not to this folder's run {run_id}: {fix}"
         )
-    if verify:
-        for name, expected in files.items():
-            file = path / name
-            if not file.is_file():
-                raise RunError(f"checkpoint {path}: {name} is missing: {fix}")
-            size = file.stat().st_size
-            if size != expected["bytes"] or _sha256(file) != expected["sha256"]:
-                raise RunError(
-                    f"checkpoint {path}: {name} is damaged ({size} bytes, recorded {expected['bytes']}, "
-                    f"content does not match its recorded SHA-256): {fix}"
-                )
+    for name, expected in files.items() if verify else ():
+        size = (path / name).stat().st_size if (path / name).is_file() else None
+        if size is None:
+            raise RunError(f"checkpoint {path}: {name} is missing: {fix}")
+        if size != expected["bytes"] or sha256(path / name) != expected["sha256"]:
+            raise RunError(
+                f"checkpoint {path}: {name} is damaged ({size} bytes, recorded {expected['bytes']}, "
+                f"content does not match its recorded SHA-256): {fix}"
+            )
     return Checkpoint(path, tag, meta)
+
+
+# ---------------------------------------------------------------------------------------- a run
+class Timers:
+    """Seconds spent in each phase (eval.csv's ``t_*`` columns), ``with timers("env"): ...``; a phase
+    timed inside another is taken out of the outer one."""
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.seconds, self.inner = dict.fromkeys(names, 0.0), [0.0]
+
+    @contextlib.contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        self.inner.append(0.0)
+        try:
+            yield
+        finally:
+            spent = time.perf_counter() - t0
+            self.seconds[name] += spent - self.inner.pop()
+            self.inner[-1] += spent
+
+
+RUN_OPTIONS: dict[str, dict[str, Any]] = {  # a run's own options, besides one per setting
+    "--resume": dict(type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR"),
+    "--output": dict(type=Path, help="the run's folder (made if needed)"),
+    "--force": dict(action="store_true", help="replace the run in a non-empty --output (its own files only)"),
+    "--save-freq": dict(type=at_least(0), default=5, help="epochs between checkpoints (0: none)"),
+    "--evaluate": dict(type=at_least(1), metavar="N", help="with --resume: the success over N episodes"),
+    "--tensorboard": dict(
+        type=folder_path, metavar="DIR", help="also write TensorBoard events to DIR/<run>_<N>"
+    ),
+    "--env-threads": dict(
+        type=at_least(1), default=1, help="threads stepping each worker's envs (default 1)"
+    ),
+    "--conf-file": dict(type=Path, help="per-env settings (YAML: env id -> settings)"),
+    "--profile": dict(action="store_true", help="print where the time went"),
+    "--no-gif": dict(action="store_true", help="skip the GIF of the trained policy"),
+}
+
+
+def options(config: type, script: str) -> ArgumentParser:
+    """The options of a run: :data:`RUN_OPTIONS` and one per field of the settings dataclass ``config``."""
+    parser = ArgumentParser(prog=script)
+    for flag, kwargs in RUN_OPTIONS.items():
+        parser.add_argument(flag, **kwargs)
+    for f in fields(config):
+        flags, accepted = (
+            ["--" + f.name.replace("_", "-")] + ["--env"] * (f.name == "env_id"),
+            f.metadata["accepted"],
+        )
+        if accepted is bool:
+            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            kind = accepted.kind if isinstance(accepted, Range) else str
+            parser.add_argument(*flags, type=kind, default=None, help=f"default {f.default}")
+    return parser
+
+
+class Run:
+    """A training run around its loop, on each torchrun worker: the settings (dataclass ``config``: every
+    field an option, a key of the YAML ``conf_file`` and of config.json; checked before the first write),
+    the folder (worker 0's), the curve, TensorBoard, checkpoints holding every worker's part, and resume.
+    ``free``: the settings a resumed run may change. The loop calls :meth:`start`, :meth:`resume` (when
+    :attr:`resuming`), :meth:`begin`, :meth:`end_epoch` each epoch, and :meth:`finish`, within :meth:`main`.
+    """
+
+    def __init__(self, script: str, outputs: Iterable[str], config: type, conf_file: Path, free: Iterable[str], timers: Iterable[str]) -> None:  # fmt: skip
+        self.script, self.outputs, self.config, self.conf_file, self.free = script, tuple(outputs), config, conf_file, tuple(free)  # fmt: skip
+        self.rank, self.size = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+        self.specs = {f.name: f.metadata["accepted"] for f in fields(config)}
+        self.folder: RunFolder | None = None
+        self.checkpoint: Checkpoint | None = None
+        self.path, self.resuming, self.tracking = Path(), False, False
+        self.tensorboard: Path | None = None  # a resumed run's TensorBoard folder
+        self.tb: Any = None  # its SummaryWriter
+        self.rows: list[dict[str, Any]] = []  # the curve, one row per epoch (kept in checkpoints)
+        self.timers, self.seen = Timers(timers), dict.fromkeys(timers, 0.0)
+        self.clock = (
+            time.perf_counter(),
+            time.process_time(),
+            0.0,
+            0.0,
+        )  # now, and seconds of earlier sessions
+        self.progress: Callable[[], str] = lambda: "before training started"  # where the loop is
+
+    def main(self, body: Callable[[], _T]) -> _T:
+        """``body`` as this torchrun worker (alone without torchrun), ended by :func:`run_main`."""
+        return run_main(self.script, lambda: self.session(body), self.where, quiet_interrupt=self.rank > 0)
+
+    def session(self, body: Callable[[], _T]) -> _T:
+        if os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":  # torchrun ran the command again
+            self.fail(
+                RunError("torchrun restarted the workers; a restart replaces nothing: go on with --resume")
+            )
+        if self.size > 1:
+            import ctypes
+            from datetime import timedelta
+
+            import torch.distributed as dist
+
+            with contextlib.suppress(OSError, AttributeError):  # Linux: stop when torchrun is killed
+                ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            dist.init_process_group("gloo", timeout=timedelta(seconds=300))
+        try:
+            return body()
+        finally:
+            for held in (self.tb, self.folder):
+                if held is not None:
+                    held.close()
+            if self.size > 1 and sys.modules["torch.distributed"].is_initialized():
+                sys.modules["torch.distributed"].destroy_process_group()
+
+    def broadcast(self, obj: Any = None) -> Any:
+        """Worker 0's ``obj`` on every worker."""
+        if self.size > 1:
+            box = [obj]
+            sys.modules["torch.distributed"].broadcast_object_list(box, src=0)
+            return box[0]
+        return obj
+
+    def fail(self, error: BaseException) -> NoReturn:
+        """Worker 0 says why the run cannot go on; the others, waiting for its go-ahead, stop without a word."""
+        if self.rank > 0:
+            raise SystemExit(2)
+        with contextlib.suppress(Exception):
+            self.broadcast(None)
+        raise error
+
+    # ------------------------------------------------------------------ settings and folder
+    def start(self, argv: list[str] | None, output: Callable[[Any], Path], check: Callable[[Any, int], None]) -> tuple[Any, argparse.Namespace]:  # fmt: skip
+        """The run's settings and options, checked (``check(cfg, workers)`` adds the script's checks), and
+        its folder locked by worker 0, which hands them to the others; nothing is written yet."""
+        go: Any = None
+        if self.rank == 0:
+            try:
+                go = self.settings(sys.argv[1:] if argv is None else list(argv), output, check)
+            except BaseException as exc:
+                self.fail(exc)
+        go = self.broadcast(go)
+        if go is None:
+            raise SystemExit(2)
+        self.cfg, self.args, self.resuming, self.tracking = go  # tracking: TensorBoard's figures are summed
+        return self.cfg, self.args
+
+    def settings(self, argv: list[str], output: Callable[[Any], Path], check: Callable[[Any, int], None]) -> tuple[Any, Any, bool, bool]:  # fmt: skip
+        args = options(self.config, self.script).parse_args(argv)
+        values = {k: getattr(args, k) for k in self.specs if getattr(args, k) is not None}
+        check_settings(values, self.specs, "option")
+        if args.tensorboard is not None and args.evaluate is not None:
+            raise RunError(
+                "--tensorboard: --evaluate writes nothing; accepted: --evaluate without --tensorboard"
+            )
+        if args.evaluate is not None and (args.resume is None or self.size > 1):
+            raise RunError("--evaluate: needs --resume RUN_DIR, in one process (not under torchrun)")
+        if args.tensorboard is not None and not any((Path(p) / "tensorboard").is_dir() for p in sys.path):
+            raise RunError("--tensorboard: needs the tensorboard package; pip install tensorboard")
+        if args.resume is not None:
+            return self.resumed(args, values, check)
+        conf = args.conf_file or self.conf_file
+        env_id = values.get("env_id", self.config().env_id)
+        cfg = self.config(**{**self.conf_entry(conf, env_id), **values})
+        check(cfg, self.size)
+        self.path = args.output or output(cfg)
+        RunFolder.check_new(self.path, args.force, self.outputs, self.script)
+        if args.tensorboard is not None:
+            check_new_folder(args.tensorboard, "--tensorboard")
+        self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
+        return cfg, args, False, args.tensorboard is not None
+
+    def conf_entry(self, path: Path, env_id: str) -> dict[str, Any]:
+        """The ``env_id`` entry of a YAML settings file, its keys and values checked."""
+        import yaml
+
+        try:
+            entries = yaml.safe_load(path.read_text()) or {}
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise RunError(f"--conf-file: cannot read {path}: {str(exc).splitlines()[0]}") from None
+        if not isinstance(entries, dict) or not isinstance(entries.get(env_id) or {}, dict):
+            raise RunError(f"--conf-file: {path} is not a mapping of env ids to mappings of settings")
+        entry = {k: v for k, v in (entries.get(env_id) or {}).items() if k != "env_id"}
+        if set(entry) - set(self.specs):
+            raise RunError(
+                f"--conf-file: {path} entry {env_id!r} has unknown keys {sorted(set(entry) - set(self.specs))}"
+            )
+        check_settings(entry, self.specs, f"--conf-file: {path}, entry {env_id!r}, key")
+        return entry
+
+    def resumed(
+        self, args: Any, values: dict[str, Any], check: Callable[[Any, int], None]
+    ) -> tuple[Any, Any, bool, bool]:
+        """A resumed run's settings: its config.json's, those in ``free`` changed by options; and its checkpoint."""
+        out = self.path = args.resume
+        RunFolder.read_only(out, self.script, self.outputs)  # a run folder of this script
+        if args.output is not None and args.output.resolve() != out.resolve():
+            raise RunError(
+                f"--output: --resume continues the run in its own folder {out}, not {args.output}; accepted: no --output with --resume"
+            )
+        if args.force or args.conf_file is not None:
+            raise RunError(
+                f"{'--force' if args.force else '--conf-file'}: cannot be given with --resume (the run keeps its folder and settings)"
+            )
+        path, fix = (
+            out / "config.json",
+            "restore it (the checkpoint's manifest holds the run's settings) or start again with --force",
+        )
+        try:
+            saved = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise RunError(f"--resume: {out} holds no config.json of a run of {self.script}") from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise RunError(f"--resume: {path} is not valid JSON ({exc}); {fix}") from None
+        recorded = saved.pop("tensorboard", None) if isinstance(saved, dict) else None
+        if not isinstance(saved, dict) or set(saved) != set(self.specs):
+            got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
+            raise RunError(
+                f"--resume: {path} does not hold the settings of a run of {self.script} (keys {got}); {fix}"
+            )
+        check_settings(saved, self.specs, f"--resume: {path}, key")
+        changed = {k: v for k, v in values.items() if k not in self.free and v != saved[k]}
+        if changed:
+            may = ", ".join("--" + k.replace("_", "-") for k in self.free)
+            raise RunError(f"--resume: continues a run as configured; only {may} may change, got {changed}")
+        if args.evaluate is None:
+            self.tensorboard = resumed_folder(recorded, args.tensorboard, "--tensorboard", "--resume", path)
+        cfg = self.config(**{**saved, **values})
+        check(cfg, self.size)
+        if args.evaluate is None:
+            self.folder = RunFolder.open(out, outputs=self.outputs, script=self.script)
+        cp = self.checkpoint = (
+            self.folder or RunFolder.read_only(out, self.script, self.outputs)
+        ).latest_checkpoint()
+        if cp is None:
+            raise RunError(f"--resume: {out} has no checkpoint yet (checkpoints need --save-freq >= 1); start it again with --output {out} --force")  # fmt: skip
+        workers, done, kept = cp.meta.get("world_size", 1), cp.meta.get("epoch"), cp.meta.get("config")
+        if type(done) is not int or type(workers) is not int or not isinstance(kept, dict):
+            raise cp.unfit(CHECKPOINT_MANIFEST, "its meta holds no config, epoch and world size")
+        if workers != self.size:
+            launch = (
+                f"torchrun with {workers} workers in all, e.g. torchrun --nproc-per-node {workers}"
+                if workers > 1
+                else "python"
+            )
+            raise RunError(
+                f"--resume: {out} was trained by {workers} worker{'s' * (workers > 1)}, this launch has {self.size}; accepted: "
+                f"the same number ({launch} examples/{self.script}): the replay storage and envs are split between the workers"
+            )
+        differ = sorted(k for k, v in asdict(cfg).items() if k not in self.free and kept.get(k) != v)
+        if differ:
+            raise RunError(f"--resume: {path} differs from its checkpoint's settings in {differ}; restore config.json or start again with --force")  # fmt: skip
+        if cfg.epochs < done:
+            raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
+        return cfg, args, True, args.evaluate is None and (self.tensorboard or args.tensorboard) is not None
+
+    # ------------------------------------------------------------------ checkpoints
+    def resume(self, fits: Callable[[dict[str, Any], dict[str, Any], int], tuple[str, object] | None]) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
+        """The checkpoint resumed: its shared state (``agent.pt``) and this worker's own part (``<key>.pkl``;
+        worker r's ``<key>-<r>.pkl``). Worker 0 reads every part, asks ``fits(state, own, rank)`` whether
+        it fits (else the file and why: one line, nothing changed) and hands the others theirs."""
+        parts: list[Any] = []
+        if self.rank == 0:
+            try:
+                parts = self.read_parts(fits)
+            except BaseException as exc:
+                self.fail(exc)
+        if not self.broadcast(True):
+            raise SystemExit(2)
+        mine = parts[:1]
+        if self.size > 1:
+            mine = [None]
+            sys.modules["torch.distributed"].scatter_object_list(mine, parts or None, src=0)
+        state, own = mine[0]
+        self.rows = state["rows"]
+        self.timers.seconds |= state["times"]
+        self.seen = dict(self.timers.seconds)
+        self.clock = (*self.clock[:2], state["wall0"], state["cpu0"])
+        return state, own
+
+    def read_parts(self, fits: Callable[[dict[str, Any], dict[str, Any], int], tuple[str, object] | None]) -> list[Any]:  # fmt: skip
+        import torch
+
+        cp = self.checkpoint
+        assert cp is not None
+        state = cp.load("agent.pt", lambda path: torch.load(path, map_location="cpu", weights_only=False))
+        if not isinstance(state, dict) or not {"rows", "times", "wall0", "cpu0"} <= set(state):
+            raise cp.unfit("agent.pt", "it holds no run state")
+        parts = []
+        for rank in range(self.size):
+            suffix = f"-{rank}" if rank else ""
+            own = {
+                k: cp.load(f"{k}{suffix}.pkl", lambda p: pickle.loads(p.read_bytes()))
+                for k in cp.meta.get("own", ())
+            }
+            unfit = fits(state, own, rank)
+            if unfit is not None:
+                raise cp.unfit(unfit[0].replace(".pkl", f"{suffix}.pkl"), unfit[1])
+            parts.append((state, own))
+        return parts
+
+    def save(self, epoch: int, state: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        """Checkpoint ``epoch`` as one unit: the shared state (``agent.pt``, with the curve and the clocks)
+        and every worker's own part, which worker 0 gathers and writes (no shared file system needed)."""
+        import torch
+
+        shared, own = state()
+        mine = {
+            f"{k}{f'-{self.rank}' if self.rank else ''}.pkl": pickle.dumps(v, protocol=5)
+            for k, v in own.items()
+        }
+        everyone: list[Any] = [mine]
+        if self.size > 1:
+            everyone = [None] * self.size if self.rank == 0 else []
+            sys.modules["torch.distributed"].gather_object(mine, everyone or None, dst=0)
+        if self.folder is None:
+            return
+        shared |= {
+            "rows": self.rows,
+            "times": dict(self.timers.seconds),
+            "wall0": self.clock[2],
+            "cpu0": self.clock[3],
+        }
+        data = io.BytesIO()
+        torch.save(shared, data)  # to memory, then written: a full disk is an OSError naming the file
+        files = {"agent.pt": data.getvalue(), **{name: b for part in everyone for name, b in part.items()}}
+        writers = {name: (lambda path, b=content: path.write_bytes(b)) for name, content in files.items()}
+        meta = {"epoch": epoch, "config": asdict(self.cfg), "world_size": self.size, "own": sorted(own)}
+        self.folder.save_checkpoint(epoch, writers, meta)
+
+    # ------------------------------------------------------------------ the curve
+    def begin(self) -> float:
+        """Write config.json and commands.txt (a resumed run's curve cut at its checkpoint), open TensorBoard
+        and start the clocks; returns the last epoch's success rate (NaN before the first)."""
+        tensorboard = self.tensorboard
+        if self.folder is not None:
+            if tensorboard is None and self.args.tensorboard is not None:
+                tensorboard = make_numbered_folder(self.args.tensorboard, self.path.resolve().name)
+            old = (self.path / "commands.txt").read_text() if (self.path / "commands.txt").is_file() else ""
+            launcher = "python" if self.size == 1 else f"torchrun (world size {self.size})"
+            config = {**asdict(self.cfg), "tensorboard": None if tensorboard is None else str(tensorboard)}
+            self.folder.write("config.json", json.dumps(config, indent=2) + "\n")
+            self.folder.write(
+                "commands.txt", f"{old}{launcher} examples/{self.script} {' '.join(sys.argv[1:])}\n"
+            )
+            if self.resuming:
+                self.folder.write("eval.csv", csv_text(self.rows))  # drops rows written after the checkpoint
+                print(
+                    f"resumed {self.path} at epoch {self.rows[-1]['epoch'] if self.rows else 0}", flush=True
+                )
+        if tensorboard is not None:
+            from torch.utils.tensorboard import SummaryWriter
+
+            # A resumed run goes on in its folder; TensorBoard hides what a stopped session wrote after the
+            # checkpoint (purge_step), so no step shows twice, and no file is removed.
+            purge = self.rows[-1]["env_steps"] + 1 if self.resuming and self.rows else None
+            self.tb = SummaryWriter(str(tensorboard), purge_step=purge)
+        if self.size > 1:  # meet, so that the other workers' later start is not timed as worker 0's wait
+            sys.modules["torch.distributed"].barrier()
+        self.clock = (time.perf_counter(), time.process_time(), *self.clock[2:])
+        return self.rows[-1]["success_rate"] if self.rows else float("nan")
+
+    def end_epoch(self, epoch: int, steps: int, updates: int, success: float, figures: dict[str, float], state: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> None:  # fmt: skip
+        """The epoch's row of eval.csv, its TensorBoard points (``figures`` and the clocks') and printed line,
+        and when due (every ``--save-freq`` epochs, and the last) a checkpoint of ``state()``."""
+        wall, cpu = (
+            self.clock[2] + time.perf_counter() - self.clock[0],
+            self.clock[3] + time.process_time() - self.clock[1],
+        )
+        timers, before = self.timers.seconds, self.rows[-1] if self.rows else {"env_steps": 0, "updates": 0}
+        row = {"epoch": epoch, "env_steps": steps, "updates": updates, "success_rate": success, "wall_s": round(wall, 3),
+               "cpu_s": round(cpu, 3), **{f"t_{k}": round(v, 3) for k, v in timers.items()}}  # fmt: skip
+        self.rows.append(row)
+        if self.folder is not None:
+            self.folder.write("eval.csv", csv_text(self.rows))
+            print(
+                f"epoch {epoch:3d}  steps {steps:8d}  success {success:.3f}  wall {wall:7.0f}s  cpu {cpu:7.0f}s",
+                flush=True,
+            )
+        if self.tb is not None:  # the rates over this epoch's seconds of collecting and of updating
+            spent = {k: v - self.seen[k] for k, v in timers.items()}
+            collect, update = spent["act"] + spent["env"] + spent["store"], spent["sample"] + spent["update"]
+            scalars = {"eval/success_rate": success, **figures, "train/n_updates": updates,
+                       "time/env_steps_per_s": (steps - before["env_steps"]) / max(collect, 1e-9),
+                       "time/updates_per_s": (updates - before["updates"]) / max(update, 1e-9),
+                       "time/wall_s": row["wall_s"], "time/cpu_s": row["cpu_s"], **{f"time/t_{k}": v for k, v in timers.items()}}  # fmt: skip
+            for tag, value in scalars.items():
+                self.tb.add_scalar(tag, float(value), steps)
+            self.tb.flush()  # a killed run loses no whole epoch of them
+        self.seen = dict(timers)
+        if self.args.save_freq and (epoch % self.args.save_freq == 0 or epoch == self.cfg.epochs):
+            with self.timers("checkpoint"):
+                self.clock = (time.perf_counter(), time.process_time(), wall, cpu)
+                self.save(epoch, state)
+
+    def finish(self, title: str, gif: Callable[[], bytes]) -> None:
+        """The success curve's plot and the GIF of the trained policy (worker 0), and where the time went."""
+        if self.folder is not None and self.rows:
+            steps, success = (
+                [r["env_steps"] / 1000 for r in self.rows],
+                [r["success_rate"] for r in self.rows],
+            )
+            title += f", {self.size} workers" if self.size > 1 else ""
+            self.folder.write("success.png", curve_png(steps, success, "env steps (thousands)", title))
+        if self.folder is not None and not self.args.no_gif:
+            self.folder.write("policy.gif", gif())
+        if self.args.profile and self.rank == 0:
+            total = sum(self.timers.seconds.values()) or 1.0
+            print(
+                "time:", ", ".join(f"{k} {v:.1f}s ({v / total:.0%})" for k, v in self.timers.seconds.items())
+            )
+
+    def where(self) -> str:
+        """Where the run stopped, and how to go on: from the latest whole checkpoint on disk."""
+        latest = None
+        if self.folder is not None:
+            with contextlib.suppress(RunError, OSError):
+                latest = self.folder.latest_checkpoint(verify=False)
+        if latest is None:
+            return f"{self.progress()}; no checkpoint was written yet (--save-freq), so a rerun starts over with --force"
+        launch = "python" if self.size == 1 else "torchrun ..."
+        return f"{self.progress()}; go on from the checkpoint of epoch {latest.tag} with: {launch} examples/{self.script} --resume {self.path}"  # fmt: skip

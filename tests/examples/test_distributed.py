@@ -10,7 +10,6 @@ import csv
 import importlib.util
 import os
 import pickle
-import re
 import signal
 import socket
 import subprocess
@@ -28,10 +27,7 @@ pytest.importorskip("matplotlib")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
-import ddpg_options  # noqa: E402
 import her_ddpg  # noqa: E402
-from runfolder import RunError  # noqa: E402
-from workers import World  # noqa: E402
 
 from tests.examples.folder_checks import fails  # noqa: E402
 
@@ -133,164 +129,23 @@ def _tensorboard(folder: Path) -> dict[str, list[tuple[int, float]]]:
 
 def test_shares_partition_the_envs_batch_and_buffer() -> None:
     for size in (1, 2, 3, 5):
-        worlds = [World(rank, size) for rank in range(size)]
-        envs = [w.share(16) for w in worlds]
+        envs = [her_ddpg.share(16, rank, size) for rank in range(size)]
         assert envs[0][0] == 0 and envs[-1][1] == 16
         assert all(a[1] == b[0] for a, b in zip(envs, envs[1:], strict=False))  # contiguous
         assert max(hi - lo for lo, hi in envs) - min(hi - lo for lo, hi in envs) <= 1  # even
         assert sum(her_ddpg.part(2048, lo, hi, 16) for lo, hi in envs) == 2048
         assert sum(her_ddpg.part(1_000_000, lo, hi, 16) for lo, hi in envs) == 1_000_000
-    assert World(0, 1).share(16) == (0, 16)  # one worker: everything, as before workers existed
-
-
-# One worker of test_sums_in_flight_at_once_are_exact_on_every_worker: two sums started before either is
-# waited for (as the updates overlap the critic's and the actor's), waited in the other order.
-SUMS = """
-import sys, torch
-sys.path.insert(0, sys.argv[1])
-from workers import World
-world = World.from_env()
-r = world.rank
-a = torch.arange(100_000, dtype=torch.float32) * (r + 1) / 7
-b = torch.full((3,), 0.1 * (r + 1), dtype=torch.float64)
-wait_a = world.start_sum(a)
-wait_b = world.start_sum(b, torch.empty_like(b))
-assert wait_b() is b and wait_a() is a
-print(a.numpy().tobytes().hex()[:64], a[-1].item(), b.tolist(), flush=True)
-world.close()
-"""
-
-
-@pytest.mark.parametrize("size", [2, 3, 4])
-def test_sums_in_flight_at_once_are_exact_on_every_worker(size: int) -> None:
-    port = _free_port()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", SUMS, str(EXAMPLES)],
-            env={
-                **ENV,
-                "RANK": str(r),
-                "WORLD_SIZE": str(size),
-                "MASTER_ADDR": "127.0.0.1",
-                "MASTER_PORT": str(port),
-                "LOCAL_RANK": str(r),
-                "LOCAL_WORLD_SIZE": str(size),
-            },  # fmt: skip
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )  # fmt: skip
-        for r in range(size)
-    ]
-    outs = [p.communicate(timeout=120) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [err[-2000:] for _, err in outs]
-    lines = {out.strip() for out, _ in outs}
-    assert len(lines) == 1  # the same bits on every worker
-    (line,) = lines
-    expected = torch.arange(100_000, dtype=torch.float32)[-1].item() * sum(range(1, size + 1)) / 7
-    assert float(line.split()[1]) == pytest.approx(expected, rel=1e-6)
-    assert [float(v) for v in line.split("[")[1].rstrip("]").split(",")] == pytest.approx(
-        [0.1 * size * (size + 1) / 2] * 3
-    )
-
-
-def test_a_world_that_torchrun_did_not_describe_is_one_line(monkeypatch) -> None:
-    monkeypatch.setenv("WORLD_SIZE", "two")
-    with pytest.raises(
-        RunError, match="^WORLD_SIZE='two' / RANK=.* are not integers; start workers with torchrun"
-    ):
-        World.from_env()
-    monkeypatch.setenv("WORLD_SIZE", "2")
-    monkeypatch.setenv("RANK", "2")
-    with pytest.raises(RunError, match="^RANK=2 WORLD_SIZE=2 do not describe a worker"):
-        World.from_env()
-    monkeypatch.delenv("WORLD_SIZE")
-    monkeypatch.delenv("RANK")
-    assert World.from_env() == World(0, 1)
-
-
-@pytest.mark.parametrize(
-    "gloo",
-    [
-        "[../third_party/gloo/gloo/transport/tcp/pair.cc:538] Connection closed by peer [127.0.0.1]:5777. This is "
-        "typically caused by a remote worker crashing. Check the logs of the remote worker before reporting an error.",
-        "[../gloo/transport/tcp/unbound_buffer.cc:81] Timed out waiting 300000ms for recv operation to complete. "
-        "This is typically caused by a remote worker hanging or bugs in the application. Check the logs of the "
-        "remote worker before reporting an error.\nException raised from ...",
-    ],
-)
-def test_gloo_errors_shrink_to_what_happened(gloo: str) -> None:
-    from workers import _first_line
-
-    line = _first_line(RuntimeError(gloo))
-    assert line in (
-        "Connection closed by peer [127.0.0.1]:5777.",
-        "Timed out waiting 300000ms for recv operation to complete.",
-    )
-
-
-@pytest.mark.parametrize("rank", [0, 1])
-def test_workers_of_other_versions_stop_before_anything_is_written(monkeypatch, rank: int) -> None:
-    import torch.distributed as dist
-    import workers
-
-    ours = workers.software()
-    theirs = {**ours, "torch": "2.12.0", "mujoco": "3.1.0"}
-
-    def gather(box: list, mine: object) -> None:  # what the two machines would send
-        box[:] = [("node-a", ours), ("node-b", theirs)]
-
-    monkeypatch.setattr(dist, "all_gather_object", gather)
-    if rank > 0:
-        with pytest.raises(SystemExit) as stopped:  # worker 0 says why
-            World(rank, 2)._check_alike()
-        assert stopped.value.code == 2
-        return
-    with pytest.raises(RunError) as refused:
-        World(rank, 2)._check_alike()
-    versions = ", ".join(f"{k} {v}" for k, v in ours.items())
-    assert str(refused.value) == (
-        f"the workers run other versions than worker 0 on node-a ({versions}): worker 1 on node-b: torch 2.12.0, "
-        "mujoco 3.1.0; accepted: the same versions on every machine of the run"
-    )
-    monkeypatch.setattr(
-        dist, "all_gather_object", lambda box, mine: box.__setitem__(slice(None), [mine, mine])
-    )
-    World(rank, 2)._check_alike()  # alike: nothing to say
-
-
-@pytest.mark.parametrize(("most", "done", "then"), [
-    ("3", "1", "torchrun restarts the workers (restart 2 of 3): they go on from the last checkpoint"),
-    ("3", "3", "Resume the run from its last checkpoint with the same launch and --resume"),
-    (None, None, "Resume the run from its last checkpoint with the same launch and --resume"),
-])  # fmt: skip
-def test_a_lost_workers_line_says_how_the_run_goes_on(monkeypatch, most, done, then) -> None:
-    import workers
-
-    for name, value in (("TORCHELASTIC_MAX_RESTARTS", most), ("TORCHELASTIC_RESTART_COUNT", done)):
-        if value is None:
-            monkeypatch.delenv(name, raising=False)
-        else:
-            monkeypatch.setenv(name, value)
-    with pytest.raises(workers.WorkerLost) as lost, World(1, 2)._comm("summing"):
-        raise RuntimeError("[pair.cc:538] Connection closed by peer [127.0.0.1]:5777")
-    assert str(lost.value) == (
-        "worker 1 of 2: another worker stopped or cannot be reached while summing (Connection closed by peer "
-        f"[127.0.0.1]:5777); this worker stops too. {then}"
-    )
+    assert her_ddpg.share(16, 0, 1) == (0, 16)  # one worker: everything
 
 
 def test_more_workers_than_envs_is_refused_before_anything_is_written(tmp_path) -> None:
     out = tmp_path / "run"
-    with pytest.raises(RunError) as exc:
-        ddpg_options.parse_args([*TINY, "--output", str(out)], World(0, 5), her_ddpg.Config)
-    assert str(exc.value) == (
-        "--n-envs: 4 envs cannot be shared by 5 workers; accepted: n_envs >= the number of workers (5), or "
-        "fewer workers"
-    )
-    with pytest.raises(RunError, match="^--evaluate: runs in one process, not under torchrun"):
-        ddpg_options.parse_args(["--resume", str(out), "--evaluate", "5"], World(0, 2), her_ddpg.Config)
-    assert not out.exists()
+    result = torchrun([*TINY, "--n-envs", "2", "--output", str(out)], workers=3)
+    assert result.returncode != 0 and not out.exists()
+    ours = [line for line in result.stderr.splitlines() if line.startswith(PREFIX)]
+    assert ours == [
+        f"{PREFIX}--n-envs: 2 envs cannot be shared by 3 workers; accepted: n_envs >= 3, or fewer workers"
+    ]
 
 
 # ------------------------------------------------------------------------------ runs under torchrun
@@ -441,7 +296,7 @@ def test_a_killed_worker_stops_the_others_within_seconds_and_the_run_resumes(tmp
 
 def test_a_launcher_killed_with_sigkill_takes_its_workers_with_it(tmp_path) -> None:
     """torchrun starts its workers in sessions of their own: killed with SIGKILL, it cannot stop them, and
-    without ``stop_with_launcher`` they trained on, unseen, holding the folder."""
+    without the parent-death signal they trained on, unseen, holding the folder."""
     out = tmp_path / "orphans"
     run, workers = _past_first_checkpoint([*TINY, "--epochs", "1000", "--output", str(out)])
     run.kill()
@@ -451,69 +306,10 @@ def test_a_launcher_killed_with_sigkill_takes_its_workers_with_it(tmp_path) -> N
     while any(_alive(pid) for pid in workers.values()):
         assert time.monotonic() - killed < 15
         time.sleep(0.1)
-    ours = [line for line in err.splitlines() if line.startswith("her_ddpg.py: ")]
-    assert ours and ours[0].startswith("her_ddpg.py: interrupted at epoch "), err[-3000:]
-    assert len(ours) <= 2, ours  # rank 0's line, and at most worker 1's that it lost worker 0
     done = max(int(p.name) for p in (out / "checkpoints").iterdir() if p.name.isdigit())
     resumed = torchrun(["--resume", str(out), "--epochs", str(done + 1)])  # the folder is free
     _ok(resumed)
     assert f"resumed {out} at epoch {done}" in resumed.stdout
-
-
-def test_torchrun_restarts_go_on_from_the_last_checkpoint_bit_for_bit(tmp_path) -> None:
-    """--max-restarts: after a worker dies torchrun runs the same command again, --force included; the
-    restart goes on from the launch's last checkpoint and ends where the uninterrupted run ends."""
-    out, whole = tmp_path / "restarted", tmp_path / "whole"
-    argv = [*TINY, "--epochs", "12", "--force"]
-    run, workers = _past_first_checkpoint([*argv, "--output", str(out)], restarts=1)
-    os.kill(workers[1], signal.SIGKILL)
-    stdout, stderr = run.communicate(timeout=240)
-    assert run.returncode == 0, stderr[-3000:]
-    # Rank 0's one line: it lost worker 1, so torchrun restarts them; or torchrun stopped it first (SIGTERM).
-    ours = [line for line in stderr.splitlines() if line.startswith("her_ddpg.py: ")]
-    lost = "this worker stops too. torchrun restarts the workers (restart 1 of 1): they go on from the last checkpoint"
-    assert len(ours) == 1 and (
-        ours[0].endswith(lost) or ours[0].startswith("her_ddpg.py: interrupted at epoch ")
-    ), ours
-    assert re.search(
-        rf"resumed {re.escape(str(out))} at epoch \d+ \(torchrun restarted the workers: restart 1\)", stdout
-    )
-    _ok(torchrun([*argv, "--output", str(whole)]))
-    agent, success, files = _state(out)
-    agent_whole, success_whole, files_whole = _state(whole)
-    assert success == success_whole and len(success) == 12  # each epoch once
-    _same_agent(agent, agent_whole)
-    _same_workers(files, files_whole)
-
-
-@pytest.mark.parametrize("blocked", [False, True], ids=["acts-on-sigterm", "blocked-in-c"])
-def test_a_worker_whose_launcher_is_gone_stops_even_when_blocked(tmp_path, blocked: bool) -> None:
-    """``stop_with_launcher``: SIGTERM once the parent is gone; SIGKILL after the grace for a worker that cannot
-    act on it (here SIGTERM is blocked in its main thread, as a wait inside C++ would leave it pending)."""
-    child = (
-        "import signal, sys, time; sys.path.insert(0, sys.argv[1]); import workers\n"
-        "workers.stop_with_launcher(grace_s=1.0)\n"
-        + ("signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n" if blocked else "")
-        + "print('ready', flush=True)\ntime.sleep(60)\n"
-    )
-    launcher = (
-        "import subprocess, sys, time\n"
-        "p = subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], start_new_session=True)\n"
-        "print(p.pid, flush=True)\ntime.sleep(60)\n"
-    )
-    run = subprocess.Popen(
-        [sys.executable, "-c", launcher, child, str(EXAMPLES)], stdout=subprocess.PIPE, text=True
-    )
-    assert run.stdout is not None
-    pid = int(run.stdout.readline())
-    assert run.stdout.readline().strip() == "ready"  # the child inherited the pipe
-    run.kill()
-    run.wait()
-    killed = time.monotonic()
-    while _alive(pid):
-        assert time.monotonic() - killed < 8, "the worker outlived its launcher"
-        time.sleep(0.05)
-    assert time.monotonic() - killed >= (1.0 if blocked else 0.0)  # the blocked one waited for the grace
 
 
 def test_a_diverged_run_of_two_workers_says_so_once(tmp_path) -> None:
@@ -528,27 +324,19 @@ def test_a_diverged_run_of_two_workers_says_so_once(tmp_path) -> None:
     ]
 
 
-def test_workers_are_pinned_to_cores_of_their_own_only_where_they_fit(monkeypatch) -> None:
-    import workers
-
-    allowed = sorted(os.sched_getaffinity(0))
-    pinned: list[set[int]] = []
-    monkeypatch.setattr(workers.os, "sched_setaffinity", lambda pid, cores: pinned.append(set(cores)))
-    monkeypatch.delenv("LOCAL_RANK", raising=False)
-    assert workers.pin(1) is None  # not under torchrun: left alone
-    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(len(allowed)))
-    monkeypatch.setenv("LOCAL_RANK", str(len(allowed) - 1))
-    assert workers.pin(1) == {allowed[-1]} and pinned == [{allowed[-1]}]
-    assert workers.pin(2) is None  # 2 cores each do not fit: left alone
-    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(len(allowed) + 1))
-    assert workers.pin(1) is None and len(pinned) == 1
-
-
-def test_env_threads_are_read_before_the_workers_meet() -> None:
-    assert ddpg_options.env_threads_option(["--env-threads", "3"]) == 3
-    assert ddpg_options.env_threads_option(["--env-threads=2", "--seed", "1"]) == 2
-    assert ddpg_options.env_threads_option(["--env-threads", "x"]) == 1  # parse_args says what is wrong
-    assert ddpg_options.env_threads_option([]) == 1
-    # a worker is pinned to as many cores as it runs threads of either kind
-    assert ddpg_options.cores_each(["--threads", "2", "--env-threads", "1"]) == 2
-    assert ddpg_options.cores_each(["--env-threads", "3", "--threads=2"]) == 3
+def test_a_torchrun_restart_replaces_nothing(tmp_path) -> None:
+    """--max-restarts runs the launch's own command again (--force included): refused in one line; the
+    last checkpoint stays, and --resume goes on from it."""
+    out = tmp_path / "restarted"
+    run, workers = _past_first_checkpoint(
+        [*TINY, "--epochs", "1000", "--force", "--output", str(out)], restarts=1
+    )
+    os.kill(workers[1], signal.SIGKILL)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode != 0
+    assert (
+        f"{PREFIX}torchrun restarted the workers; a restart replaces nothing: go on with --resume"
+        in err.splitlines()
+    )
+    done = max(int(p.name) for p in (out / "checkpoints").iterdir() if p.name.isdigit())
+    _ok(torchrun(["--resume", str(out), "--epochs", str(done + 1)]))

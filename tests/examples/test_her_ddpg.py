@@ -6,6 +6,7 @@ import csv
 import json
 import pickle
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -18,8 +19,8 @@ pytest.importorskip("matplotlib")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
-import ddpg_run  # noqa: E402
 import her_ddpg  # noqa: E402
+import nets  # noqa: E402
 
 # A run of seconds: 2 envs, 3 cycles of 2 updates per epoch, a tiny network.
 TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "3", "--n-batches", "2",
@@ -197,6 +198,29 @@ def test_run_writes_curve_plot_checkpoint_and_gif(tmp_path: Path) -> None:
         "success.png",
     }
     assert sorted(p.name for p in out.iterdir()) == sorted([*written["files"], ".run-manifest.json"])
+    # nets.load_policy: the checkpoint's greedy policy, as the run's own agent acts.
+    policy, env_id = nets.load_policy(out)
+    assert env_id == "goalenvs/FetchReach-v0"
+    cfg = her_ddpg.Config(**json.loads((checkpoint / "MANIFEST.json").read_text())["meta"]["config"])
+    agent = her_ddpg.Agent(cfg, 10, 3, 4)
+    agent.load_state_dict(torch.load(checkpoint / "agent.pt", weights_only=False)["agent"])
+    obs = {"observation": np.random.default_rng(0).normal(size=(5, 10)), "desired_goal": np.ones((5, 3))}
+    np.testing.assert_array_equal(policy(obs), agent.pi(obs["observation"], obs["desired_goal"]))
+    with pytest.raises(nets.RunError, match="^--policy: .* has no checkpoint yet"):
+        shutil.rmtree(checkpoint)
+        nets.load_policy(out)
+
+
+@pytest.mark.xfail(
+    strict=True, reason="HerStorage pickles its whole capacity until the her branch's storage lands"
+)
+def test_a_checkpoint_holds_what_was_stored_not_the_storage_capacity(tmp_path: Path) -> None:
+    """A 400-step run with room for 200k transitions: its checkpoint is the size of 400 steps."""
+    out = tmp_path / "run"
+    her_ddpg.main(
+        [*TINY, "--n-cycles", "4", "--buffer-size", "200000", "--epochs", "1", "--output", str(out)]
+    )
+    assert sum(p.stat().st_size for p in _checkpoint(out).iterdir()) < 2_000_000
 
 
 def test_gif_of_the_greedy_policy(tmp_path: Path) -> None:
@@ -210,9 +234,8 @@ def test_gif_of_the_greedy_policy(tmp_path: Path) -> None:
         pytest.skip(f"MuJoCo cannot render here: {exc}")
     imageio = pytest.importorskip("imageio.v2")
     agent = her_ddpg.Agent(her_ddpg.Config(hidden=8, layers=1), obs_dim=10, goal_dim=3, act_dim=4)
-    path = tmp_path / "policy.gif"
-    ddpg_run.record_gif(agent, "goalenvs/FetchReach-v0", path, episodes=2, size=32)
-    frames = imageio.mimread(path)
+    policy = lambda obs: agent.pi(obs["observation"], obs["desired_goal"])  # noqa: E731
+    frames = imageio.mimread(nets.record_gif(policy, "goalenvs/FetchReach-v0", 0, episodes=2, size=32))
     assert len(frames) == 2 * 51 and frames[0].shape[:2] == (32, 32)  # reset frame + 50 steps each
 
 
@@ -251,39 +274,13 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
     assert len((split / "commands.txt").read_text().splitlines()) == 2
 
 
-def test_a_run_recorded_before_the_added_settings_resumes_as_it_ran(tmp_path: Path) -> None:
-    """Runs written before ``fused_adam`` and ``flush_denormals`` existed lack them in config.json and in
-    their checkpoint: they resume as they ran (per-tensor Adam, subnormals kept), bit for bit; new runs
-    use the fused kernel and flush."""
-    old = ["--no-fused-adam", "--no-flush-denormals"]
-    whole, split, fused = tmp_path / "whole", tmp_path / "split", tmp_path / "fused"
-    her_ddpg.main([*TINY, "--epochs", "2", *old, "--output", str(whole)])
-    her_ddpg.main([*TINY, "--epochs", "1", *old, "--output", str(split)])
-    her_ddpg.main([*TINY, "--epochs", "2", "--output", str(fused)])
-    config = json.loads((split / "config.json").read_text())
-    manifest = _checkpoint(split) / "MANIFEST.json"
-    text = json.loads(manifest.read_text())
-    for key in ("fused_adam", "flush_denormals"):
-        assert config.pop(key) is False and text["meta"]["config"].pop(key) is False
-    assert config.pop("device") == text["meta"]["config"].pop("device") == "cpu"  # nor --device
-    (split / "config.json").write_text(json.dumps(config))
-    manifest.write_text(json.dumps(text))
-    her_ddpg.main(["--resume", str(split), "--epochs", "2", "--no-gif"])
-    config = json.loads((split / "config.json").read_text())
-    assert config["fused_adam"] is False and config["flush_denormals"] is False and config["device"] == "cpu"
-    assert json.loads((fused / "config.json").read_text())["flush_denormals"] is True
-    a, b, c = _state(whole)["agent"], _state(split)["agent"], _state(fused)["agent"]
-    assert all(torch.equal(v, b["actor"][k]) for k, v in a["actor"].items())
-    assert not all(torch.equal(v, c["actor"][k]) for k, v in a["actor"].items())  # the setting tells
-
-
 def test_the_averaged_policy_follows_the_actor_by_policy_polyak_and_only_the_greedy_policy_uses_it(
     tmp_path: Path,
 ) -> None:
     """Under ``policy_polyak`` the greedy policy is a running average of the actor's weights, moved each
     cycle as the target actor is (with ``policy_polyak == polyak`` it is the target actor, bit for bit);
     exploration acts with the actor, so training learns exactly what it learns without the average. The
-    average is kept in the checkpoints, resumes bit for bit, and is the best policy kept."""
+    average is kept in the checkpoints and resumes bit for bit."""
     cfg = her_ddpg.Config(hidden=16, layers=2, policy_polyak=0.95)
     torch.manual_seed(0)
     agent = her_ddpg.Agent(cfg, obs_dim=5, goal_dim=3, act_dim=4)
@@ -306,7 +303,6 @@ def test_the_averaged_policy_follows_the_actor_by_policy_polyak_and_only_the_gre
     her_ddpg.main([*TINY, "--epochs", "2", "--output", str(plain)])
     her_ddpg.main([*TINY, "--epochs", "2", "--policy-polyak", "0.5", "--output", str(averaged)])
     her_ddpg.main([*TINY, "--epochs", "1", "--policy-polyak", "0.5", "--output", str(split)])
-    averages = [_state(split)["agent"]["actor_average"]]
     her_ddpg.main(["--resume", str(split), "--epochs", "2", "--no-gif"])
     a, b, c = _state(plain), _state(averaged), _state(split)
     for net in ("actor", "critic", "actor_target", "critic_target"):  # the same training
@@ -315,8 +311,6 @@ def test_the_averaged_policy_follows_the_actor_by_policy_polyak_and_only_the_gre
     average = b["agent"]["actor_average"]
     assert not all(torch.equal(v, average[k]) for k, v in b["agent"]["actor"].items())
     assert all(torch.equal(v, c["agent"]["actor_average"][k]) for k, v in average.items())  # resumed exactly
-    best = averages[c["best"]["epoch"] - 1] if c["best"]["epoch"] == 1 else average
-    assert all(torch.equal(v, c["best"]["actor"][k]) for k, v in best.items())  # the best epoch's average
 
 
 @pytest.mark.parametrize("flush", [True, False])
@@ -340,7 +334,7 @@ def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
     moments = [state["exp_avg_sq"] for state in agent.critic_opt.state.values()]
     for v in moments:
         v.fill_(tiny)
-    agent._step(agent.critic_opt)
+    agent.step(agent.critic_opt)
     v = torch.cat([m.ravel() for m in moments])
     if flush:
         assert torch.all(v == 0)
@@ -352,11 +346,17 @@ def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--env", "goalenvs/BitFlip-v0"], "--env-id: this agent runs the goalenvs Fetch ids"),
-        (["--env", "NoSuchEnv-v0"], "--env-id: no env 'NoSuchEnv-v0' is registered"),
+        (
+            ["--env", "goalenvs/BitFlip-v0"],
+            "--env-id: 'goalenvs/BitFlip-v0' is not accepted; accepted: one of",
+        ),
+        (
+            ["--env", "NoSuchEnv-v0"],
+            "--env-id: 'NoSuchEnv-v0' is not accepted; accepted: one of ['goalenvs/Fetch",
+        ),
         (["--epochs", "0"], "--epochs: 0 is not accepted; accepted: an integer, 1 <= epochs"),
         (["--batch-size", "-3"], "--batch-size: -3 is not accepted; accepted: an integer, 1 <= batch_size"),
-        (["--save-freq", "-1"], "--save-freq: -1 is not accepted; accepted: an integer >= 0"),
+        (["--save-freq", "-1"], "--save-freq: '-1' is not accepted: expected an integer >= 0"),
         (["--epochs", "x"], "--epochs: invalid int value"),
         (["--seed", "-1"], "--seed: -1 is not accepted; accepted: an integer, 0 <= seed <= 4294967295"),
         (["--gamma", "nan"], "--gamma: nan is not accepted; accepted: a finite number, 0.0 <= gamma < 1.0"),
@@ -375,14 +375,9 @@ def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
         (["--lr-critic", "inf"], "--lr-critic: inf is not accepted"),
         (["--norm-eps", "-1"], "--norm-eps: -1.0 is not accepted"),
         (["--evaluate", "3"], "--evaluate: needs --resume RUN_DIR"),
-        (["--device", "gpu"], "--device: 'gpu' is not accepted; accepted: cpu or cuda"),
-        (
-            ["--best"],
-            "--best: chooses the policy that --evaluate reports; accepted: --resume RUN --evaluate N",
-        ),
         (
             ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--buffer-size", "60"],
-            "--buffer-size: 60 is not accepted; accepted: at least n_envs x the episode length = 2 x 50 = 100",
+            "--buffer-size: 60 is not accepted; accepted: at least 2 envs x 50 steps = 100",
         ),
     ],
 )
@@ -406,7 +401,6 @@ def test_bad_input_is_one_line_exit_2_nothing_written(argv, message, tmp_path, c
         ("buffer_size: 1e6", "key buffer_size: '1e6' is not accepted; accepted: an integer"),
         ("n_envs: true", "key n_envs: True is not accepted"),
         ("bf16: 3", "key bf16: 3 is not accepted; accepted: true or false"),
-        ("device: tpu", "key device: 'tpu' is not accepted; accepted: cpu or cuda"),
         ("fused_adam: yes please", "key fused_adam: 'yes please' is not accepted; accepted: true or false"),
         ("flush_denormals: 0", "key flush_denormals: 0 is not accepted; accepted: true or false"),
         ("n_cycle: 1", "has unknown keys ['n_cycle']"),
@@ -436,7 +430,7 @@ def test_refuses_a_non_empty_output_and_a_resume_without_checkpoint(tmp_path, ca
     assert (out / "keep.txt").read_text() == "mine"
     with pytest.raises(SystemExit) as exc:
         her_ddpg.main(["--resume", str(out)])
-    assert exc.value.code == 2 and "no config.json" in capsys.readouterr().err
+    assert exc.value.code == 2 and "is not a run folder" in capsys.readouterr().err
 
 
 def test_conf_file_entry_applies_and_options_override_it(tmp_path, capsys) -> None:
@@ -473,122 +467,6 @@ def test_evaluate_reports_a_checkpoint_and_writes_nothing(tmp_path, capsys) -> N
     assert exc.value.code == 2 and "--evaluate: needs --resume" in capsys.readouterr().err
 
 
-def test_evaluate_with_another_clip_reports_where_it_fails_and_what_the_clip_hides(tmp_path, capsys) -> None:
-    """``--evaluate`` may act with another ``--norm-clip`` than the run's (it writes nothing); it gives the
-    success by the goal's distance (quartiles: every episode in one band) and says in how many episodes
-    an input lay beyond the clip; a run resumed for training still refuses another clip."""
-    out = tmp_path / "run"
-    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
-    capsys.readouterr()
-    before = {p.name: p.stat().st_mtime_ns for p in out.rglob("*")}
-
-    def report(clip: str) -> tuple[float, dict[str, str]]:
-        success = her_ddpg.main(["--resume", str(out), "--evaluate", "8", "--norm-clip", clip])
-        lines = capsys.readouterr().out.splitlines()
-        assert lines[0].endswith(f"success rate {success:.3f} over 8 episodes")
-        return success, {line.split(":")[0]: line for line in lines[1:]}
-
-    success, lines = report("0.001")
-    bands = lines["success by the goal's distance from the achieved goal at the start (m)"]
-    counts = [int(n) for n in re.findall(r"\((\d+)\)", bands)]
-    assert sum(counts) == 8 and len(counts) == 4  # quartiles of 8 distinct distances
-    clip_line = lines["episodes with an input beyond the clip (+-0.001 std)"]
-    assert clip_line.endswith(f": 8 of 8; success {success:.3f} in those")
-    assert "100.00%" in lines["inputs most often beyond it (share of steps)"]
-    _, lines = report("1e9")
-    assert lines["episodes with an input beyond the clip (+-1e+09 std)"].endswith(": 0 of 8")
-    assert "inputs most often beyond it (share of steps)" not in lines
-    assert {p.name: p.stat().st_mtime_ns for p in out.rglob("*")} == before
-    with pytest.raises(SystemExit) as exc:
-        her_ddpg.main(["--resume", str(out), "--norm-clip", "10", "--no-gif"])
-    err = capsys.readouterr().err
-    assert (
-        exc.value.code == 2
-        and "only --epochs, --threads and --device may change, got {'norm_clip': 10.0}" in err
-    )
-
-
-def test_evaluate_acts_with_the_target_actor_as_the_average_that_polyak_moves(
-    tmp_path, capsys, monkeypatch
-) -> None:
-    """``--evaluate N --policy-polyak P`` on a run without that average: P = the run's polyak acts with
-    the target actor (that average, bit for bit), P = 0 with the actor; any other P, or P with --best
-    (which keeps only the run's own greedy policy), is one line."""
-    out = tmp_path / "run"
-    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
-    acting = []
-    report = her_ddpg.Trainer.evaluate_report
-
-    def spy(self, base):
-        acting.append({k: v.clone() for k, v in self.agent.greedy.state_dict().items()})
-        return report(self, base)
-
-    monkeypatch.setattr(her_ddpg.Trainer, "evaluate_report", spy)
-    capsys.readouterr()
-    her_ddpg.main(["--resume", str(out), "--evaluate", "3", "--policy-polyak", "0.95"])
-    assert capsys.readouterr().out.splitlines()[1] == (
-        "the last checkpoint's policy: epoch 1 (the actor's running average, policy_polyak 0.95: the target actor)"
-    )
-    her_ddpg.main(["--resume", str(out), "--evaluate", "3"])
-    agent = _state(out)["agent"]
-    for used, net in zip(acting, ("actor_target", "actor"), strict=True):
-        assert all(torch.equal(v, agent[net][k]) for k, v in used.items()), net
-    assert not all(torch.equal(v, agent["actor"][k]) for k, v in agent["actor_target"].items())
-    for extra, message in (
-        (["--policy-polyak", "0.5"], "--policy-polyak: 0.5 is not a policy this run keeps; accepted: 0 (the actor), 0.95"),
-        (["--policy-polyak", "0.95", "--best"], "--policy-polyak: the best policy kept is the run's own greedy policy"),
-    ):  # fmt: skip
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exc:
-            her_ddpg.main(["--resume", str(out), "--evaluate", "3", *extra])
-        (err,) = capsys.readouterr().err.strip().splitlines()
-        assert exc.value.code == 2 and message in err, err
-
-
-def test_the_best_evaluations_policy_is_kept_in_the_checkpoints_and_evaluated_with_best(
-    tmp_path, capsys, monkeypatch
-) -> None:
-    """Each checkpoint keeps the actor and normalisers of the best evaluation so far (the first of equals),
-    through resumes; ``--evaluate N --best`` acts with them. A checkpoint from before they were kept is
-    refused by ``--best`` in one line, and its run resumes, keeping the best from then on."""
-    out = tmp_path / "run"
-    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
-    actors = [_state(out)["agent"]["actor"]]
-    for epoch in (2, 3, 4):  # one epoch per session: each epoch's actor, as the run had it (resume is exact)
-        her_ddpg.main(["--resume", str(out), "--epochs", str(epoch), "--no-gif"])
-        actors.append(_state(out)["agent"]["actor"])
-    success = [float(r["success_rate"]) for r in _rows(out)]
-    state = _state(out)
-    best = state["best"]
-    assert best["epoch"] == 1 + int(np.argmax(success)) and best["success_rate"] == max(success)
-    for key, value in actors[best["epoch"] - 1].items():
-        assert torch.equal(best["actor"][key], value), key
-    assert [n.keys() for n in best["normalizers"]] == [n.keys() for n in state["agent"]["normalizers"]]
-    capsys.readouterr()
-    her_ddpg.main(["--resume", str(out), "--evaluate", "4", "--best"])
-    line = capsys.readouterr().out.splitlines()[1]
-    assert line == (
-        f"the best evaluation's policy: epoch {best['epoch']}, success {max(success):.3f} at that evaluation"
-    )
-    her_ddpg.main(["--resume", str(out), "--evaluate", "4"])
-    assert capsys.readouterr().out.splitlines()[1] == "the last checkpoint's policy: epoch 4"
-
-    old = tmp_path / "old"  # a checkpoint written before the best policy was kept
-    shared = ddpg_run.Run._shared_state
-    monkeypatch.setattr(ddpg_run.Run, "_shared_state", lambda self: {**shared(self), "best": None})
-    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(old)])
-    monkeypatch.undo()
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exc:
-        her_ddpg.main(["--resume", str(old), "--evaluate", "4", "--best"])
-    (err,) = capsys.readouterr().err.strip().splitlines()
-    assert (
-        exc.value.code == 2 and "holds no best policy" in err and "accepted: --evaluate without --best" in err
-    )
-    her_ddpg.main(["--resume", str(old), "--epochs", "2", "--no-gif"])
-    assert _state(old)["best"]["epoch"] == 2  # the best of the epochs since
-
-
 def test_bf16_defaults_to_what_the_cpu_computes_natively_and_is_recorded(
     tmp_path, monkeypatch, capsys
 ) -> None:
@@ -609,33 +487,3 @@ def test_bf16_defaults_to_what_the_cpu_computes_natively_and_is_recorded(
     err = [line for line in capsys.readouterr().err.splitlines() if "emulates" in line]
     assert err == ["her_ddpg.py: note: this run computes in bfloat16, which this CPU emulates (no AVX-512 BF16 "
                    "or AMX): an update takes ~16x its float32 time here; a new run's default here is --no-bf16"]  # fmt: skip
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
-def test_cuda_without_a_gpu_is_one_line_before_anything_is_written(tmp_path, capsys) -> None:
-    out = tmp_path / "run"
-    with pytest.raises(SystemExit) as exc:
-        her_ddpg.main([*TINY, "--device", "cuda", "--output", str(out)])
-    err = capsys.readouterr().err.strip().splitlines()
-    assert exc.value.code == 2 and not out.exists()
-    assert err == [f"her_ddpg.py: error: --device: cuda is not available here (torch {torch.__version__} sees no "
-                   "CUDA device); accepted: cpu"]  # fmt: skip
-    # A run (made on the CPU) resumes with --device given again as cpu, and refuses cuda the same way.
-    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
-    assert json.loads((out / "config.json").read_text())["device"] == "cpu"
-    with pytest.raises(SystemExit):
-        her_ddpg.main(["--resume", str(out), "--epochs", "2", "--device", "cuda"])
-    assert "--device: cuda is not available here" in capsys.readouterr().err
-    her_ddpg.main(["--resume", str(out), "--epochs", "2", "--device", "cpu"])
-    assert len(list(csv.DictReader((out / "eval.csv").open()))) == 2
-
-
-def test_on_cpu_keeps_a_state_trees_shape_and_values() -> None:
-    cfg = her_ddpg.Config(hidden=8, layers=1, bf16=False)
-    agent = her_ddpg.Agent(cfg, 4, 2, 2)
-    state = agent.state_dict()
-    moved = her_ddpg.on_cpu(state)
-    assert type(moved["normalizers"]) is tuple and moved.keys() == state.keys()
-    for name in ("actor", "critic_target"):
-        assert all(torch.equal(v, state[name][k]) and v.device.type == "cpu" for k, v in moved[name].items())
-    assert moved["actor_opt"]["param_groups"] == state["actor_opt"]["param_groups"]

@@ -48,20 +48,20 @@ class Script:
     curve_columns: tuple[str, ...]  # the columns of eval.csv that must be equal (not the clocks)
     settings: str  # the file naming the run's TensorBoard folder
     learned: tuple[str, ...]  # the TensorBoard series that must be equal (not the clocks)
+    launcher: tuple[str, ...] = ()  # torchrun's options: the launcher is what is killed, its workers with it
+    kills: int = KILLS
 
 
+DDPG = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "4", "--n-batches", "4",
+        "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "5000",
+        "--eval-episodes", "2", "--save-freq", "1", "--no-gif", "--epochs", "8", "--tensorboard", "tb"]  # fmt: skip
+DDPG_LEARNED = ("eval/success_rate", "eval/mean_reward", "rollout/ep_rew_mean", "rollout/success_rate",
+                "train/critic_loss", "train/actor_loss", "train/q_mean", "train/q_target_mean", "train/n_updates")  # fmt: skip
+DDPG_CURVE = ("epoch", "env_steps", "updates", "success_rate")
 SCRIPTS = {
-    "her_ddpg": Script(
-        "her_ddpg.py",
-        ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "4", "--n-batches", "4",
-         "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "5000",
-         "--eval-episodes", "2", "--save-freq", "1", "--no-gif", "--epochs", "8", "--tensorboard", "tb"],
-        ["--no-gif"],
-        ("epoch", "env_steps", "updates", "success_rate"),
-        "config.json",
-        ("eval/success_rate", "eval/mean_reward", "rollout/ep_rew_mean", "rollout/success_rate",
-         "train/critic_loss", "train/actor_loss", "train/q_mean", "train/q_target_mean", "train/n_updates"),
-    ),
+    "her_ddpg": Script("her_ddpg.py", DDPG, ["--no-gif"], DDPG_CURVE, "config.json", DDPG_LEARNED),
+    "her_ddpg_torchrun": Script("her_ddpg.py", DDPG, ["--no-gif"], DDPG_CURVE, "config.json", DDPG_LEARNED,
+                                ("--standalone", "--nproc-per-node", "2"), kills=8),  # fmt: skip
     "train": Script(
         "train.py",
         ["--env", "goalenvs/BitFlip-v0", "--env-kwargs", '{"n_bits": 4}', "--timesteps", "3000",
@@ -76,7 +76,18 @@ SCRIPTS = {
 
 
 def command(script: Script, options: list[str]) -> list[str]:
-    return [sys.executable, str(EXAMPLES / script.name), *options]
+    launch = (
+        [sys.executable, "-m", "torch.distributed.run", *script.launcher]
+        if script.launcher
+        else [sys.executable]
+    )
+    return [*launch, str(EXAMPLES / script.name), *options]
+
+
+def our_lines(script: Script, err: str) -> list[str]:
+    """The script's own lines of stderr (torchrun adds its report of a failed worker)."""
+    lines = err.strip().splitlines()
+    return [line for line in lines if line.startswith(script.name + ": ")] if script.launcher else lines
 
 
 def run_to_end(script: Script, options: list[str], cwd: Path) -> subprocess.CompletedProcess:
@@ -173,10 +184,10 @@ def assert_same_end(name: str, a: Path, b: Path) -> None:
         assert steps == sorted(set(steps)), tag
     ca, cb = latest_checkpoint(a), latest_checkpoint(b)
     assert ca.name == cb.name
-    if name == "her_ddpg":
+    if name.startswith("her_ddpg"):
         # The same storage and envs' generators (by value: pickle's memo of shared objects such as a
         # dtype may differ after a resume), networks, optimisers and random states.
-        for file in ("storage.pkl", "envs.pkl"):
+        for file in sorted(p.name for p in ca.iterdir() if p.suffix == ".pkl"):
             with (ca / file).open("rb") as f, (cb / file).open("rb") as g:
                 assert_same_value(pickle.load(f), pickle.load(g), file)
         sa, sb = (torch.load(c / "agent.pt", weights_only=False) for c in (ca, cb))
@@ -213,29 +224,29 @@ def test_kill_9_at_random_moments_then_resume_ends_as_the_uninterrupted_run(
     span = time.monotonic() - started  # random kills fall within the uninterrupted run's duration
 
     chains, kills, during_writes, refusals = 0, 0, 0, []
-    while kills < KILLS:
+    while kills < script.kills:
         out = tmp_path / f"killed{chains}"
         options = [*script.new, "--output", str(out)]
-        while kills < KILLS:
+        while kills < script.kills:
             killed, during, code, err = killed_attempt(
                 script, options, out, tmp_path, rng, at_write=kills % 2 == 1, span=span
             )
             if not killed:
                 if code == 0:  # it finished before the kill: this chain is whole
                     break
-                lines = err.strip().splitlines()
-                assert code == 2 and len(lines) == 1, (code, err)  # a refusal is one line
+                lines = our_lines(script, err)
+                assert code == (1 if script.launcher else 2) and len(lines) == 1, (code, err)  # one line
                 refusals.append(lines[0])
                 options = [*script.new, "--output", str(out), "--force"]  # no checkpoint yet: start again
                 continue
             kills += 1
             during_writes += during
             options = ["--resume", str(out), *script.resume]
-        if kills >= KILLS:  # the last chain: go on to the end
+        if kills >= script.kills:  # the last chain: go on to the end
             end = run_to_end(script, options, tmp_path)
-            if end.returncode == 2:  # killed before its first checkpoint: the refusal, then a new start
-                assert len(end.stderr.strip().splitlines()) == 1, end.stderr
-                refusals.append(end.stderr.strip())
+            if end.returncode != 0:  # killed before its first checkpoint: the refusal, then a new start
+                assert len(our_lines(script, end.stderr)) == 1, end.stderr
+                refusals.append(our_lines(script, end.stderr)[0])
                 end = run_to_end(script, [*script.new, "--output", str(out), "--force"], tmp_path)
             assert end.returncode == 0, end.stderr
         assert_same_end(name, whole, out)

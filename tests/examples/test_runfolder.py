@@ -99,8 +99,19 @@ def test_two_processes_starting_one_folder_at_once_one_wins(tmp_path: Path) -> N
         p.stdout.close()
     assert sorted(code for code, _ in results) == [0, 2, 2, 2], results
     for code, text in results:
-        if code == 2:  # refused because the folder is held, or (later) no longer empty
-            assert "is in use by another process" in text or "is not empty" in text, text
+        if code == 2:  # the winner holds the folder until it ends: each loser is told so
+            assert "is in use by another process" in text, text
+
+
+def test_a_run_starting_this_instant_is_named_as_in_use_not_as_content(tmp_path: Path) -> None:
+    """The winner of a race holds the lock and is writing its manifest aside: a loser that looks then
+    is told the folder is in use (by the winner's pid), not that it holds ..run-manifest.json.tmp-N."""
+    out = tmp_path / "run"
+    with new(out):
+        (out / "..run-manifest.json.tmp-123").write_text("{")
+        with pytest.raises(RunError, match=f"is in use by another process \\(pid {os.getpid()}\\)"):
+            new(out)
+    new(out).close()  # once free, the bookkeeping of a start that died is no content either
 
 
 # ------------------------------------------------------------------------------ starting and --force
@@ -123,6 +134,8 @@ def test_force_removes_the_manifest_names_and_keeps_the_rest(tmp_path: Path) -> 
         folder.save_checkpoint(5, files("a.bin"), {"k": 1})
     (out / "mine.txt").write_text("mine")
     (out / "checkpoints" / "notes.txt").write_text("mine too")
+    (out / "checkpoints" / "my-plots").mkdir()  # the user's own folder
+    (out / "checkpoints" / "my-plots" / "a.txt").write_text("mine")
     (out / ".eval.csv.tmp-999").write_text("half")  # left by a killed write
     with new(out, force=True) as folder:
         assert folder.checkpoints() == []
@@ -132,7 +145,8 @@ def test_force_removes_the_manifest_names_and_keeps_the_rest(tmp_path: Path) -> 
             "checkpoints",
             "mine.txt",
         ]
-        assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["notes.txt"]
+        assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["my-plots", "notes.txt"]
+        assert (out / "checkpoints" / "my-plots" / "a.txt").read_text() == "mine"
 
 
 def test_force_refuses_another_scripts_folder(tmp_path: Path) -> None:
@@ -167,6 +181,39 @@ def test_a_failing_writer_leaves_the_previous_checkpoint_and_no_temporary(tmp_pa
         latest = folder.latest_checkpoint()
         assert latest is not None and latest.tag == 1 and latest.meta == {"epoch": 1}
         assert latest.file("b.bin").read_text() == "b.bin"
+
+
+def test_every_file_of_a_checkpoint_is_fsynced_before_its_rename(tmp_path: Path, monkeypatch) -> None:
+    """The rename switches the checkpoint in: a power cut after it must find every byte on disk. So each
+    file, the manifest and the folder itself are fsynced before the rename, and the parent after it."""
+    events: list[tuple[str, str]] = []
+    real_fsync, real_replace, real_rename = os.fsync, os.replace, os.rename
+
+    def fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        real_fsync(fd)
+
+    def replace(src, dst) -> None:
+        events.append(("rename", str(src)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(runfolder.os, "fsync", fsync)
+    monkeypatch.setattr(runfolder.os, "replace", replace)
+    monkeypatch.setattr(
+        runfolder.os, "rename", lambda src, dst: (events.append(("rename", str(src))), real_rename(src, dst))
+    )
+    with new(tmp_path / "run") as folder:
+        events.clear()
+        folder.save_checkpoint(1, files("a.bin", "b.bin"), {})
+    root = str((tmp_path / "run" / "checkpoints").resolve())
+    switch = next(
+        i for i, (kind, path) in enumerate(events) if kind == "rename" and Path(path).name.startswith(".tmp-")
+    )
+    tmp = str(Path(events[switch][1]).resolve())
+    synced = {path for kind, path in events[:switch] if kind == "fsync"}
+    assert {f"{tmp}/a.bin", f"{tmp}/b.bin", tmp} <= synced, events
+    assert any(path.startswith(f"{tmp}/.MANIFEST.json.tmp-") for path in synced), events
+    assert ("fsync", root) in events[switch:]
 
 
 def test_the_newest_whole_checkpoint_wins_and_a_temporary_is_ignored(tmp_path: Path) -> None:
@@ -257,20 +304,19 @@ def test_a_reader_whose_checkpoint_is_replaced_meanwhile_reads_the_newer_one(
         writer.save_checkpoint(1, files("a.bin"), {"epoch": 1})
         reader = RunFolder.read_only(out, "t.py", OUTPUTS)
         first = reader.latest_checkpoint()
-        real_sha256 = runfolder._sha256
+        real_sha256 = runfolder.sha256
 
         def racing(path: Path) -> str:
             if path.parent.name == "000000000001":  # while the reader checks checkpoint 1...
                 writer.save_checkpoint(2, files("a.bin"), {"epoch": 2})  # ...2 is switched in, 1 removed
             return real_sha256(path)
 
-        monkeypatch.setattr(runfolder, "_sha256", racing)
+        monkeypatch.setattr(runfolder, "sha256", racing)
         assert reader.latest_checkpoint().meta == {"epoch": 2}
         with pytest.raises(RunError) as exc:
             first.load("a.bin", lambda path: path.read_text())
         assert (
-            str(exc.value)
-            == f"checkpoint {first.path} was replaced by a newer one while being read; run the command again"
+            str(exc.value) == f"checkpoint {first.path} was replaced while being read; run the command again"
         )
 
 

@@ -27,7 +27,6 @@ pytest.importorskip("yaml")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
-import ddpg_run  # noqa: E402
 import evaluation  # noqa: E402
 import her_ddpg  # noqa: E402
 import train  # noqa: E402
@@ -44,7 +43,7 @@ DDPG_TAGS = {
     "eval/success_rate", "eval/mean_reward", "rollout/ep_rew_mean", "rollout/success_rate",
     "train/critic_loss", "train/actor_loss", "train/q_mean", "train/q_target_mean", "train/n_updates",
     "time/env_steps_per_s", "time/updates_per_s", "time/wall_s", "time/cpu_s",
-    *(f"time/t_{name}" for name in ddpg_run.TIMERS),
+    *(f"time/t_{name}" for name in her_ddpg.TIMERS),
 }  # fmt: skip
 # What does not depend on the clock: equal, bit for bit, in a run and in the same run resumed.
 LEARNED = sorted(tag for tag in DDPG_TAGS if not tag.startswith("time/"))
@@ -114,14 +113,16 @@ def test_her_ddpg_resume_goes_on_in_the_same_folder_without_a_step_twice(
     out, tb = tmp_path / "run", tmp_path / "tb"
     tb.mkdir()
     (tb / "notes.txt").write_text("mine")
-    real_save = ddpg_run.Run.save
+    import runfolder
 
-    def ctrl_c_in_the_second_checkpoint(self: ddpg_run.Run) -> None:
-        if self.trainer.epoch == 2:  # epoch 2 is in TensorBoard (and eval.csv), its checkpoint is not
+    real_save = runfolder.Run.save
+
+    def ctrl_c_in_the_second_checkpoint(self: runfolder.Run, epoch: int, state) -> None:
+        if epoch == 2:  # epoch 2 is in TensorBoard (and eval.csv), its checkpoint is not
             raise KeyboardInterrupt
-        real_save(self)
+        real_save(self, epoch, state)
 
-    monkeypatch.setattr(ddpg_run.Run, "save", ctrl_c_in_the_second_checkpoint)
+    monkeypatch.setattr(runfolder.Run, "save", ctrl_c_in_the_second_checkpoint)
     with pytest.raises(SystemExit) as exc:
         her_ddpg.main([*TINY, "--epochs", "3", "--output", str(out), "--tensorboard", str(tb)])
     assert exc.value.code == 130
