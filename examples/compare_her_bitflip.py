@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 import yaml
 from runfolder import ArgumentParser  # examples/runfolder.py: one-line errors that name what is accepted
-from train import integer  # examples/train.py
+from sb3_run import integer  # examples/sb3_run.py
 from zoo_conf import evaluate_entry  # examples/zoo_conf.py
 
 HERE = Path(__file__).resolve().parent

@@ -31,12 +31,10 @@ import torch
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-sys.path.insert(
-    0, str(EXAMPLES)
-)  # train.py and enjoy.py import each other (and checkpointing.py) as scripts do
+sys.path.insert(0, str(EXAMPLES))  # as the scripts import their modules
 
 import enjoy  # noqa: E402
-import evaluation  # noqa: E402
+import sb3_run  # noqa: E402
 import train  # noqa: E402
 
 BITFLIP = ["--env", "goalenvs/BitFlip-v0", "--env-kwargs", '{"n_bits": 4}', "--no-progress", "--no-gif"]
@@ -382,7 +380,7 @@ def test_evaluation_in_waves_equals_all_episodes_side_by_side(trained_run: Path)
     results = []
     for width in (7, 3, 1):
         envs = gym.make_vec(run["env"], num_envs=width, vectorization_mode="sync", **run["env_kwargs"])
-        results.append(evaluation.evaluate(model, envs, 7, seed=123))
+        results.append(sb3_run.evaluate(model, envs, 7, seed=123))
     assert results[0] == results[1] == results[2]
     assert (
         0.0 <= results[0][0] <= 1.0 and results[0][1] < 0
