@@ -51,7 +51,17 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from her_ddpg import MLP, Agent, Config, Normalizer  # examples/her_ddpg.py
-from runfolder import ArgumentParser, Range, RunError, RunFolder, check_settings, csv_text, run_main
+from runfolder import (
+    LOCK,
+    MANIFEST,
+    ArgumentParser,
+    Range,
+    RunError,
+    RunFolder,
+    check_settings,
+    csv_text,
+    run_main,
+)
 from torch import nn
 
 import goalenvs  # registers the goalenvs/ ids
@@ -462,14 +472,43 @@ def load_dataset(dataset_id: str) -> Any:
             f"--dataset: no dataset {dataset_id} in {get_dataset_path()} (the local datasets: minari list local); "
             "record one with the record command, or set --datasets-path"
         )
-    return minari.load_dataset(dataset_id)
+    try:
+        return minari.load_dataset(dataset_id)
+    except DAMAGED as exc:
+        raise unreadable(dataset_id, exc) from None
+
+
+# What Minari, h5py and json raise on a damaged file (cut short, overwritten, edited).
+DAMAGED = (OSError, ValueError, KeyError, TypeError)
+
+
+def unreadable(dataset_id: str, exc: BaseException) -> RunError:
+    """The one-line error for a dataset whose files cannot be read."""
+    from minari.storage import get_dataset_path
+
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    return RunError(
+        f"--dataset: {dataset_id} cannot be read ({type(exc).__name__}: {first}); its files in "
+        f"{get_dataset_path(dataset_id) / 'data'} are damaged: record or download it again"
+    )
+
+
+def check_output(path: Path, force: bool) -> None:
+    """Refuse a used ``--output`` unless ``--force`` (train has no resume: a stopped run starts over)."""
+    held = sorted(p.name for p in path.iterdir() if p.name not in (LOCK, MANIFEST)) if path.is_dir() else []
+    if held and not force:
+        raise RunError(
+            f"--output: {path} is not empty (it holds {', '.join(held[:3])}{', ...' if len(held) > 3 else ''}); "
+            "pass --force to replace the run there (train starts over, it does not resume), or another --output"
+        )
+    RunFolder.check_new(path, force, OUTPUTS, SCRIPT)
 
 
 def train(args: argparse.Namespace, argv: list[str]) -> float:
     """The ``train`` command; returns the final success rate."""
     s = Settings(**{f.name: getattr(args, f.name) for f in fields(Settings)})
     check_settings(asdict(s), RANGES, "option")
-    RunFolder.check_new(args.output, args.force, OUTPUTS, SCRIPT)  # before the dataset is read
+    check_output(args.output, args.force)  # before the dataset is read
     dataset = load_dataset(s.dataset)
     check_goal_dataset(dataset)
     try:
@@ -481,13 +520,13 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
     torch.set_num_threads(s.threads)
     torch.manual_seed(s.seed)
     t0 = time.perf_counter()
-    storage = fill_storage(
-        dataset,
-        env.unwrapped.compute_reward,
-        n_sampled_goal=s.n_sampled_goal,
-        keep_infos=s.keep_infos,
-        seed=s.seed,
-    )
+    reward_fn = env.unwrapped.compute_reward
+    try:  # the episodes are read from the file here
+        storage = fill_storage(
+            dataset, reward_fn, n_sampled_goal=s.n_sampled_goal, keep_infos=s.keep_infos, seed=s.seed
+        )
+    except DAMAGED as exc:
+        raise unreadable(s.dataset, exc) from None
     rewards = np.asarray(storage.rows("rewards"))
     o_norm, g_norm = fit_normalizers(storage, s)
     agent = TD3BC(s, o_norm, g_norm, dataset.action_space, (float(rewards.min()), float(rewards.max())))
