@@ -190,12 +190,10 @@ def test_enjoy_rejects_careless_input(
 
 # ------------------------------------------------------------------------------------ standalone scripts
 SCRIPT_MISTAKES = {
-    "bitflip-timesteps": ("bitflip_dqn_her.py", ["--timesteps", "-5"], "--timesteps", "integer >= 1"),
-    "bitflip-n-bits": ("bitflip_dqn_her.py", ["--n-bits", "0"], "--n-bits", "integer >= 1"),
     "fetch-eval-episodes": ("fetch_her.py", ["--eval-episodes", "0"], "--eval-episodes", "integer >= 1"),
     "fetch-task": ("fetch_her.py", ["--task", "Fly"], "--task", "Reach"),
-    "parking-seed": ("parking_tqc_her.py", ["--seed", "-1"], "--seed", "integer >= 0"),
-    "parking-threads": ("parking_tqc_her.py", ["--threads", "0"], "--threads", "integer >= 1"),
+    "fetch-seed": ("fetch_her.py", ["--seed", "-1"], "--seed", "integer >= 0"),
+    "fetch-threads": ("fetch_her.py", ["--threads", "0"], "--threads", "integer >= 1"),
     "compare-jobs": ("compare_her_bitflip.py", ["--jobs", "0"], "--jobs", "integer >= 1"),
 }
 
