@@ -81,6 +81,7 @@ import numpy as np
 import torch
 from ddpg_run import Recipe, Run, Timers  # examples/ddpg_run.py: options, folder, checkpoints, curve
 from gymnasium import spaces
+from nets import MLP, Normalizer  # examples/nets.py
 from runfolder import RunError  # examples/runfolder.py
 from torch import nn
 from workers import World, part  # examples/workers.py
@@ -156,72 +157,6 @@ def torch_device(name: str) -> torch.device:
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
     torch.cuda.set_device(device)
     return device
-
-
-class Normalizer:
-    """Running mean and std of a vector (float64 sums), applied as ``clip((x - mean) / std, +-clip)``."""
-
-    def __init__(self, size: int, eps: float, clip: float) -> None:
-        self.sum = np.zeros(size)
-        self.sumsq = np.zeros(size)
-        self.count = 0
-        self.eps, self.clip = eps, clip
-        self.mean = np.zeros(size, np.float32)
-        self.std = np.ones(size, np.float32)
-        self.beyond: list[np.ndarray] | None = None  # a list: each call appends where |x - mean| > clip * std
-
-    STATE = ("sum", "sumsq", "count", "mean", "std")  # what a checkpoint keeps; eps and clip are settings
-
-    def state_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in self.STATE}
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """The statistics of ``state`` (older checkpoints also hold eps and clip: the run's settings win)."""
-        for key in self.STATE:
-            setattr(self, key, state[key])
-
-    def stats(self, x: np.ndarray) -> np.ndarray:
-        """What ``x`` (rows of the vector) adds: its sum, sum of squares and row count, in one float64 array
-        (the workers of a distributed run sum these before :meth:`add`)."""
-        x = x.reshape(-1, self.sum.size).astype(np.float64)
-        return np.concatenate([x.sum(0), np.square(x).sum(0), [x.shape[0]]])
-
-    def add(self, stats: np.ndarray) -> None:
-        n = self.sum.size
-        self.sum += stats[:n]
-        self.sumsq += stats[n : 2 * n]
-        self.count += int(stats[2 * n])
-        mean = self.sum / self.count
-        self.mean = mean.astype(np.float32)
-        var = np.maximum(self.eps**2, self.sumsq / self.count - np.square(mean))
-        self.std = np.sqrt(var).astype(np.float32)
-
-    def update(self, x: np.ndarray) -> None:
-        self.add(self.stats(x))
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        z = (x - self.mean) / self.std
-        if self.beyond is not None:
-            self.beyond.append(np.abs(z) > self.clip)
-        return np.clip(z, -self.clip, self.clip)
-
-
-class MLP(nn.Module):
-    """ReLU hidden layers (in bfloat16 under ``bf16``) and a float32 linear head."""
-
-    def __init__(self, n_in: int, n_out: int, hidden: int, layers: int, bf16: bool) -> None:
-        super().__init__()
-        dims = [n_in] + [hidden] * layers
-        self.body = nn.Sequential(
-            *[m for a, b in zip(dims[:-1], dims[1:], strict=True) for m in (nn.Linear(a, b), nn.ReLU())]
-        )
-        self.head = nn.Linear(hidden, n_out)
-        self.bf16 = bf16
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
-            h = self.body(x)
-        return self.head(h.float())
 
 
 def flat_grads(module: nn.Module) -> torch.Tensor:

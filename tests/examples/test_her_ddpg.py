@@ -6,6 +6,7 @@ import csv
 import json
 import pickle
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -20,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import ddpg_run  # noqa: E402
 import her_ddpg  # noqa: E402
+import nets  # noqa: E402
 
 # A run of seconds: 2 envs, 3 cycles of 2 updates per epoch, a tiny network.
 TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "3", "--n-batches", "2",
@@ -197,6 +199,17 @@ def test_run_writes_curve_plot_checkpoint_and_gif(tmp_path: Path) -> None:
         "success.png",
     }
     assert sorted(p.name for p in out.iterdir()) == sorted([*written["files"], ".run-manifest.json"])
+    # nets.load_policy: the checkpoint's greedy policy, as the run's own agent acts.
+    policy, env_id = nets.load_policy(out)
+    assert env_id == "goalenvs/FetchReach-v0"
+    cfg = her_ddpg.Config(**json.loads((checkpoint / "MANIFEST.json").read_text())["meta"]["config"])
+    agent = her_ddpg.Agent(cfg, 10, 3, 4)
+    agent.load_state_dict(torch.load(checkpoint / "agent.pt", weights_only=False)["agent"])
+    obs = {"observation": np.random.default_rng(0).normal(size=(5, 10)), "desired_goal": np.ones((5, 3))}
+    np.testing.assert_array_equal(policy(obs), agent.pi(obs["observation"], obs["desired_goal"]))
+    with pytest.raises(nets.RunError, match="^--policy: .* has no checkpoint yet"):
+        shutil.rmtree(checkpoint)
+        nets.load_policy(out)
 
 
 def test_gif_of_the_greedy_policy(tmp_path: Path) -> None:

@@ -1,0 +1,132 @@
+"""What her_ddpg.py's policy is made of, for the scripts that read its checkpoints: the input normaliser,
+the networks, and :func:`load_policy` (the greedy policy of a run's latest checkpoint)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from runfolder import RunError, RunFolder  # examples/runfolder.py
+from torch import nn
+
+import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
+
+# her_ddpg.py's name in its run folders' manifests, and the files it writes beside its checkpoints.
+SCRIPT = "her_ddpg.py"
+OUTPUTS = ("config.json", "commands.txt", "eval.csv", "success.png", "policy.gif")
+
+Policy = Callable[[dict[str, np.ndarray]], np.ndarray]
+
+
+class Normalizer:
+    """Running mean and std of a vector (float64 sums), applied as ``clip((x - mean) / std, +-clip)``."""
+
+    def __init__(self, size: int, eps: float, clip: float) -> None:
+        self.sum = np.zeros(size)
+        self.sumsq = np.zeros(size)
+        self.count = 0
+        self.eps, self.clip = eps, clip
+        self.mean = np.zeros(size, np.float32)
+        self.std = np.ones(size, np.float32)
+        self.beyond: list[np.ndarray] | None = None  # a list: each call appends where |x - mean| > clip * std
+
+    STATE = ("sum", "sumsq", "count", "mean", "std")  # what a checkpoint keeps; eps and clip are settings
+
+    def state_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in self.STATE}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """The statistics of ``state`` (older checkpoints also hold eps and clip: the run's settings win)."""
+        for key in self.STATE:
+            setattr(self, key, state[key])
+
+    def stats(self, x: np.ndarray) -> np.ndarray:
+        """What ``x`` (rows of the vector) adds: its sum, sum of squares and row count, in one float64 array
+        (the workers of a distributed run sum these before :meth:`add`)."""
+        x = x.reshape(-1, self.sum.size).astype(np.float64)
+        return np.concatenate([x.sum(0), np.square(x).sum(0), [x.shape[0]]])
+
+    def add(self, stats: np.ndarray) -> None:
+        n = self.sum.size
+        self.sum += stats[:n]
+        self.sumsq += stats[n : 2 * n]
+        self.count += int(stats[2 * n])
+        mean = self.sum / self.count
+        self.mean = mean.astype(np.float32)
+        var = np.maximum(self.eps**2, self.sumsq / self.count - np.square(mean))
+        self.std = np.sqrt(var).astype(np.float32)
+
+    def update(self, x: np.ndarray) -> None:
+        self.add(self.stats(x))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        z = (x - self.mean) / self.std
+        if self.beyond is not None:
+            self.beyond.append(np.abs(z) > self.clip)
+        return np.clip(z, -self.clip, self.clip)
+
+
+class MLP(nn.Module):
+    """ReLU hidden layers (in bfloat16 under ``bf16``) and a float32 linear head."""
+
+    def __init__(self, n_in: int, n_out: int, hidden: int, layers: int, bf16: bool) -> None:
+        super().__init__()
+        dims = [n_in] + [hidden] * layers
+        self.body = nn.Sequential(
+            *[m for a, b in zip(dims[:-1], dims[1:], strict=True) for m in (nn.Linear(a, b), nn.ReLU())]
+        )
+        self.head = nn.Linear(hidden, n_out)
+        self.bf16 = bf16
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, enabled=self.bf16):
+            h = self.body(x)
+        return self.head(h.float())
+
+
+def load_policy(run_dir: Path, option: str = "--policy") -> tuple[Policy, str]:
+    """The greedy policy of the latest checkpoint of a her_ddpg.py run (a batch of observation dicts ->
+    actions in the env's units, on the CPU), and its env id. A folder without a checkpoint, or with one
+    that does not fit, is a :class:`RunError` of one line naming ``option``."""
+    checkpoint = RunFolder.read_only(run_dir, SCRIPT, OUTPUTS, option=option).latest_checkpoint()
+    if checkpoint is None:
+        raise RunError(
+            f"{option}: {run_dir} has no checkpoint yet ({SCRIPT} writes one every --save-freq epochs)"
+        )
+    cfg = checkpoint.meta.get("config")
+    keys = ("env_id", "hidden", "layers", "bf16", "clip_obs", "norm_eps", "norm_clip")
+    if not isinstance(cfg, dict) or not set(keys) <= set(cfg):
+        raise checkpoint.unfit("MANIFEST.json", f"its meta holds no {SCRIPT} settings")
+    env = gym.make(cfg["env_id"])
+    space: Any = env.observation_space
+    box: Any = env.action_space
+    obs_dim, goal_dim = space["observation"].shape[0], space["desired_goal"].shape[0]
+    o_norm = Normalizer(obs_dim, cfg["norm_eps"], cfg["norm_clip"])
+    g_norm = Normalizer(goal_dim, cfg["norm_eps"], cfg["norm_clip"])
+    actor = MLP(obs_dim + goal_dim, box.shape[0], cfg["hidden"], cfg["layers"], cfg["bf16"])
+    state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
+    try:
+        agent = state["agent"]
+        actor.load_state_dict(agent.get("actor_average", agent["actor"]))  # the greedy network
+        o_norm.load_state_dict(agent["normalizers"][0])
+        g_norm.load_state_dict(agent["normalizers"][1])
+    except (KeyError, TypeError, IndexError, RuntimeError) as exc:
+        raise checkpoint.unfit("agent.pt", exc) from None
+    actor.requires_grad_(False)
+    clip = cfg["clip_obs"]
+    low, high = box.low.astype(np.float32), box.high.astype(np.float32)
+    unit = bool(np.all(low == -1.0) and np.all(high == 1.0))
+
+    def policy(obs: dict[str, np.ndarray]) -> np.ndarray:
+        o = o_norm(np.clip(obs["observation"], -clip, clip))
+        g = g_norm(np.clip(obs["desired_goal"], -clip, clip))
+        x = torch.from_numpy(np.concatenate([o, g], axis=-1, dtype=np.float32))
+        with torch.no_grad():
+            u = torch.tanh(actor(x)).numpy()
+        return u if unit else low + (u + 1.0) * 0.5 * (high - low)  # [-1, 1] -> the env's bounds
+
+    return policy, cfg["env_id"]
