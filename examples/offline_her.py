@@ -47,10 +47,11 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import nets
 import numpy as np
 import torch
 from gymnasium import spaces
-from her_ddpg import MLP, Agent, Config, Normalizer  # examples/her_ddpg.py
+from nets import MLP, Normalizer, Policy
 from runfolder import (
     LOCK,
     MANIFEST,
@@ -116,9 +117,6 @@ def collector(env: gym.Env) -> Any:
     return _minari().DataCollector(env, record_infos=True, step_data_callback=_reset_info_callback())
 
 
-Policy = Callable[[dict[str, np.ndarray]], np.ndarray]
-
-
 def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -> list[bool]:
     """Play ``episodes`` episodes of ``policy`` (one observation dict -> one action), episode ``i`` seeded
     ``first_seed + i``; their successes (``info["is_success"]``, or ``"success"``, at the episode's end)."""
@@ -133,49 +131,33 @@ def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -
     return successes
 
 
-def load_ddpg_policy(run_dir: Path) -> tuple[Agent, str]:
-    """The agent of the latest checkpoint of a ``her_ddpg.py`` run, and its env id (one-line errors)."""
-    import ddpg_options
-
-    checkpoint = RunFolder.read_only(
-        run_dir, ddpg_options.SCRIPT, ddpg_options.OUTPUTS, option="--policy"
-    ).latest_checkpoint()
-    if checkpoint is None:
-        raise RunError(
-            f"--policy: {run_dir} has no checkpoint yet (her_ddpg.py writes one every --save-freq epochs)"
-        )
-    saved = checkpoint.meta.get("config")
-    if not isinstance(saved, dict) or set(saved) != {f.name for f in fields(Config)}:
-        raise checkpoint.unfit("MANIFEST.json", "its meta holds no her_ddpg settings")
-    cfg = Config(**saved)
-    env = gym.make(cfg.env_id)
-    space: Any = env.observation_space
-    act_dim = int(np.prod(env.action_space.shape or (1,)))
-    agent = Agent(cfg, space["observation"].shape[0], space["desired_goal"].shape[0], act_dim)
-    state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
-    try:
-        agent.load_state_dict(state["agent"])
-    except (KeyError, TypeError, RuntimeError) as exc:
-        raise checkpoint.unfit("agent.pt", exc) from None
-    return agent, cfg.env_id
-
-
-def ddpg_policies(agent: Agent, noise_eps: float, random_eps: float, seed: int) -> tuple[Policy, Policy]:
-    """The agent's greedy policy, and a noisy one: ``clip(pi + noise_eps * N(0, 1))``, uniformly random
-    actions with probability ``random_eps`` (her_ddpg.py's exploration), from its own generator."""
+def noisy_policy(greedy: Policy, box: spaces.Box, noise_eps: float, random_eps: float, seed: int) -> Policy:
+    """``greedy`` plus Gaussian noise ``noise_eps`` (in units of half the action range), and with
+    probability ``random_eps`` a uniformly random action instead (her_ddpg.py's exploration)."""
     rng = np.random.default_rng(seed)
-
-    def greedy(obs: dict[str, np.ndarray]) -> np.ndarray:
-        return agent.pi(obs["observation"][None], obs["desired_goal"][None])[0]
+    low, high = box.low.astype(np.float32), box.high.astype(np.float32)
 
     def noisy(obs: dict[str, np.ndarray]) -> np.ndarray:
         u = greedy(obs)
-        u = np.clip(u + noise_eps * rng.standard_normal(u.shape), -1.0, 1.0)
+        u = np.clip(u + noise_eps * 0.5 * (high - low) * rng.standard_normal(u.shape), low, high)
         if rng.random() < random_eps:
-            u = rng.uniform(-1.0, 1.0, u.shape)
+            u = rng.uniform(low, high)
         return u.astype(np.float32)
 
-    return greedy, noisy
+    return noisy
+
+
+def run_exploration(run_dir: Path) -> tuple[float, float]:
+    """The her_ddpg.py run's own ``noise_eps`` and ``random_eps`` (its latest checkpoint's settings)."""
+    folder = RunFolder.read_only(run_dir, nets.SCRIPT, nets.OUTPUTS, option="--policy")
+    checkpoint = folder.latest_checkpoint(verify=False)
+    config = checkpoint.meta.get("config") if checkpoint is not None else None
+    try:
+        return float(config["noise_eps"]), float(config["random_eps"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        raise RunError(
+            f"--policy: {run_dir}'s checkpoint names no noise_eps and random_eps; pass --noise-eps and --random-eps"
+        ) from None
 
 
 def check_dataset_id(dataset_id: str, option: str = "--dataset") -> None:
@@ -202,11 +184,16 @@ def record(args: argparse.Namespace) -> None:
             f"choose another id, or delete it first (minari delete {args.dataset})"
         )
     torch.set_num_threads(args.threads)
-    agent, env_id = load_ddpg_policy(args.policy)
-    noise_eps = agent.cfg.noise_eps if args.noise_eps is None else args.noise_eps
-    random_eps = agent.cfg.random_eps if args.random_eps is None else args.random_eps
-    greedy, noisy = ddpg_policies(agent, noise_eps, random_eps, args.seed)
+    greedy, env_id = nets.load_policy(args.policy)
+    noise_eps, random_eps = args.noise_eps, args.random_eps
+    if noise_eps is None or random_eps is None:
+        own = run_exploration(args.policy)
+        noise_eps, random_eps = (
+            own[0] if noise_eps is None else noise_eps,
+            own[1] if random_eps is None else random_eps,
+        )
     env = collector(gym.make(env_id))
+    noisy = noisy_policy(greedy, env.action_space, noise_eps, random_eps, args.seed)
     first = args.seed * RECORD_SEED
     t0 = time.perf_counter()
     expert = run_episodes(env, greedy, args.expert_episodes, first)
