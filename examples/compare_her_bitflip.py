@@ -4,7 +4,7 @@
 
 Both runs of a seed use the same hyperparameters (read from ``examples/hyperparams/dqn.yml``), the same
 env seed and the same model seed; only ``replay_buffer_class`` differs. The relabelling statistics are
-the same (tests/test_her_sb3.py checks it), so the success rates should agree up to seed noise.
+the same (tests/her/test_her_sb3.py checks it), so the success rates should agree up to seed noise.
 Prints the success rate (greedy, 200 episodes) after training, the success at checkpoints, and the
 training wall time.
 """
@@ -20,9 +20,9 @@ from typing import Any
 
 import gymnasium as gym
 import yaml
-from runfolder import ArgumentParser  # examples/runfolder.py: one-line errors that name what is accepted
-from sb3_run import integer  # examples/sb3_run.py
-from zoo_conf import evaluate_entry  # examples/zoo_conf.py
+from runfolder import ArgumentParser
+from sb3_run import integer
+from zoo_conf import evaluate_entry
 
 HERE = Path(__file__).resolve().parent
 
@@ -54,20 +54,17 @@ def evaluate(model, n_bits: int, n_episodes: int, seed: int) -> float:
 
 
 def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
+    """One training run (in a worker process): its final success, the curve at checkpoints, its time."""
     buffer_name, seed, n_bits, timesteps, checkpoint, threads, params = job
     import torch
     from stable_baselines3 import DQN
+    from stable_baselines3 import HerReplayBuffer as Sb3HerReplayBuffer
     from stable_baselines3.common.callbacks import BaseCallback
 
     import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
-
-    torch.set_num_threads(threads)
-    from stable_baselines3 import HerReplayBuffer as Sb3HerReplayBuffer
-
     from her import HerReplayBuffer
 
-    buffer_class: type = HerReplayBuffer if buffer_name == "ours" else Sb3HerReplayBuffer
-
+    torch.set_num_threads(threads)
     curve: list[tuple[int, float]] = []
 
     class Checkpoints(BaseCallback):
@@ -76,18 +73,11 @@ def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
                 curve.append((self.num_timesteps, evaluate(self.model, n_bits, 50, 10_000 + seed * 1000)))
             return True
 
+    buffer_class: type = HerReplayBuffer if buffer_name == "ours" else Sb3HerReplayBuffer
     env = gym.make("goalenvs/BitFlip-v0", n_bits=n_bits)
-    model = DQN(
-        "MultiInputPolicy",
-        env,
-        replay_buffer_class=buffer_class,
-        seed=seed,
-        device="cpu",
-        **params,
-    )
-    callback = Checkpoints()
+    model = DQN("MultiInputPolicy", env, replay_buffer_class=buffer_class, seed=seed, device="cpu", **params)
     start = time.perf_counter()
-    model.learn(total_timesteps=timesteps, callback=callback)
+    model.learn(total_timesteps=timesteps, callback=Checkpoints())
     seconds = time.perf_counter() - start
     success = evaluate(model, n_bits, 200, 100_000 + seed * 1000)
     return dict(buffer=buffer_name, seed=seed, success=success, seconds=seconds, curve=curve)

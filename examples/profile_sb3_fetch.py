@@ -2,12 +2,10 @@
 
     python examples/profile_sb3_fetch.py --env goalenvs/FetchPush-v0 --steps 3000
 
-Builds the model of ``examples/hyperparams/tqc_cpu.yml`` (TQC, [256, 256, 256], batch 256, 4 envs, 2
-gradient steps per 4 transitions, VecNormalize, our HER buffer), fills ``learning_starts`` steps, then
-trains ``--steps`` more env steps with timers wrapped around the env step, the action choice, the
-buffer's ``add`` and ``sample`` and the gradient updates; evaluation is timed on 10 greedy episodes and
-charged at the example's rate (``--eval-episodes`` every ``--eval-freq`` steps). ``examples/her_ddpg.py
---profile`` prints the same categories for the DDPG+HER route.
+The model of ``examples/hyperparams/tqc_cpu.yml`` (TQC, our HER buffer, VecNormalize) fills
+``learning_starts`` steps, then trains ``--steps`` more with timers around the env step, the action
+choice, the buffer's ``add`` and ``sample`` and the updates; evaluation (10 greedy episodes) is charged
+at ``--eval-episodes`` every ``--eval-freq`` steps.
 """
 
 from __future__ import annotations
