@@ -5,7 +5,8 @@
   replay buffer, the training envs mid-episode, ``VecNormalize`` statistics, random states and the
   curve so far (:func:`checkpoint_files`, :func:`load_checkpoint`).
 * The success evaluation: the deterministic policy on ``eval_episodes`` episodes side by side in one
-  vector env (:class:`EvalSuccess`), its curve in ``eval.csv`` and ``success.png``.
+  vector env (:class:`EvalSuccess`), its curve in ``eval.csv`` and ``success.png``, the TensorBoard
+  events of ``--tensorboard`` (:func:`tensorboard_logger`) and a GIF of the policy (:func:`record`).
 
 A resumed run is bit for bit the uninterrupted one; stable-baselines3's ``save`` / ``load`` alone is
 not, for four reasons, each handled here: (1) callbacks' ``on_step`` runs after ``env.step`` but
@@ -417,9 +418,3 @@ def plot_curve(rows: list[dict[str, float]], title: str) -> bytes:
     """The success curve as a PNG file's bytes."""
     steps = [r["timesteps"] for r in rows]
     return curve_png(steps, [r["success_rate"] for r in rows], "environment steps", title)
-
-
-__all__ = [
-    "ACCEPTED_RUN", "OUTPUTS", "SCRIPT", "Checkpoints", "EvalSuccess", "StopTraining", "act", "algorithms",
-    "checkpoint_files", "evaluate", "integer", "load_checkpoint", "model_bytes", "plot_curve", "read_run", "record", "tensorboard_logger",
-]  # fmt: skip
