@@ -194,7 +194,6 @@ SCRIPT_MISTAKES = {
     "fetch-task": ("fetch_her.py", ["--task", "Fly"], "--task", "Reach"),
     "fetch-seed": ("fetch_her.py", ["--seed", "-1"], "--seed", "integer >= 0"),
     "fetch-threads": ("fetch_her.py", ["--threads", "0"], "--threads", "integer >= 1"),
-    "compare-jobs": ("compare_her_bitflip.py", ["--jobs", "0"], "--jobs", "integer >= 1"),
 }
 
 

@@ -1,40 +1,47 @@
 """DQN + HER on BitFlip with her.HerReplayBuffer vs stable-baselines3's HerReplayBuffer, same everything.
 
-    python examples/compare_her_bitflip.py [--n-bits 15] [--timesteps 10000] [--seeds 0 1 2] [--jobs 2] [--threads 1]
+    python -m benchmarks.compare_her_bitflip [--n-bits 15] [--timesteps 10000] [--seeds 0 1 2] [--jobs 2]
 
-Both runs of a seed use the same hyperparameters (read from ``examples/hyperparams/dqn.yml``), the same
-env seed and the same model seed; only ``replay_buffer_class`` differs. The relabelling statistics are
-the same (tests/her/test_her_sb3.py checks it), so the success rates should agree up to seed noise.
-Prints the success rate (greedy, 200 episodes) after training, the success at checkpoints, and the
-training wall time.
+A learning comparison, not a speed row: it trains for minutes, so ``python -m benchmarks`` does not
+run it. Both runs of a seed use the settings of ``examples/hyperparams/dqn.yml`` (``DQN_SETTINGS``;
+tests/test_benchmarks.py checks that they agree), the same env seed and the same model seed; only
+``replay_buffer_class`` differs. The relabelling statistics are the same (tests/her/test_her_sb3.py
+checks it), so the success rates should agree up to seed noise. Prints the success rate (greedy, 200
+episodes) after training, the success at checkpoints, and the training wall time.
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import yaml
-from runfolder import ArgumentParser
-from sb3_run import integer
-from zoo_conf import evaluate_entry
+import torch
+from stable_baselines3 import DQN
+from stable_baselines3 import HerReplayBuffer as Sb3HerReplayBuffer
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.utils import LinearSchedule
 
-HERE = Path(__file__).resolve().parent
+import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
+from benchmarks.common import ArgumentParser, at_least
+from her import HerReplayBuffer
 
-
-def hyperparams() -> dict:
-    """The main job's entry of ``examples/hyperparams/dqn.yml``, as keyword arguments of DQN."""
-    params = evaluate_entry(
-        yaml.safe_load((HERE / "hyperparams" / "dqn.yml").read_text())["goalenvs/BitFlip-v0"]
-    )
-    for key in ("env_kwargs", "n_timesteps", "policy", "replay_buffer_class"):
-        params.pop(key, None)
-    return params
+# examples/hyperparams/dqn.yml's goalenvs/BitFlip-v0 entry, as DQN's keyword arguments (its n_bits
+# and n_timesteps are this script's defaults; policy and replay_buffer_class are set below).
+DQN_SETTINGS: dict[str, Any] = {
+    "learning_rate": LinearSchedule(2e-3, 0.0, 1.0),  # the RL Zoo's lin_2e-3: down to 0 at the last step
+    "buffer_size": 100_000,
+    "learning_starts": 1000,
+    "batch_size": 256,
+    "gamma": 0.95,
+    "target_update_interval": 500,
+    "exploration_fraction": 0.1,
+    "exploration_final_eps": 0.02,
+    "replay_buffer_kwargs": {"goal_selection_strategy": "future", "n_sampled_goal": 4},
+    "policy_kwargs": {"net_arch": [256, 256]},
+}
 
 
 def evaluate(model, n_bits: int, n_episodes: int, seed: int) -> float:
@@ -53,17 +60,9 @@ def evaluate(model, n_bits: int, n_episodes: int, seed: int) -> float:
     return successes / n_episodes
 
 
-def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
+def run(job: tuple[str, int, int, int, int, int]) -> dict:
     """One training run (in a worker process): its final success, the curve at checkpoints, its time."""
-    buffer_name, seed, n_bits, timesteps, checkpoint, threads, params = job
-    import torch
-    from stable_baselines3 import DQN
-    from stable_baselines3 import HerReplayBuffer as Sb3HerReplayBuffer
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
-    from her import HerReplayBuffer
-
+    buffer_name, seed, n_bits, timesteps, checkpoint, threads = job
     torch.set_num_threads(threads)
     curve: list[tuple[int, float]] = []
 
@@ -75,7 +74,9 @@ def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
 
     buffer_class: type = HerReplayBuffer if buffer_name == "ours" else Sb3HerReplayBuffer
     env = gym.make("goalenvs/BitFlip-v0", n_bits=n_bits)
-    model = DQN("MultiInputPolicy", env, replay_buffer_class=buffer_class, seed=seed, device="cpu", **params)
+    model = DQN(
+        "MultiInputPolicy", env, replay_buffer_class=buffer_class, seed=seed, device="cpu", **DQN_SETTINGS
+    )
     start = time.perf_counter()
     model.learn(total_timesteps=timesteps, callback=Checkpoints())
     seconds = time.perf_counter() - start
@@ -85,23 +86,20 @@ def run(job: tuple[str, int, int, int, int, int, dict]) -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = ArgumentParser(
-        prog="compare_her_bitflip.py",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="python -m benchmarks.compare_her_bitflip", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--n-bits", type=integer(1), default=15)
-    parser.add_argument("--timesteps", type=integer(1), default=10_000)
-    parser.add_argument("--seeds", type=integer(0), nargs="+", default=[0, 1, 2])
+    parser.add_argument("--n-bits", type=at_least(1), default=15)
+    parser.add_argument("--timesteps", type=at_least(1), default=10_000)
+    parser.add_argument("--seeds", type=at_least(0), nargs="+", default=[0, 1, 2])
     parser.add_argument(
-        "--checkpoint", type=integer(1), default=2_000, help="steps between 50-episode evaluations"
+        "--checkpoint", type=at_least(1), default=2_000, help="steps between 50-episode evaluations"
     )
-    parser.add_argument("--jobs", type=integer(1), default=2, help="runs in parallel (one process each)")
-    parser.add_argument("--threads", type=integer(1), default=1, help="torch threads per run (default 1)")
+    parser.add_argument("--jobs", type=at_least(1), default=2, help="runs in parallel (one process each)")
+    parser.add_argument("--threads", type=at_least(1), default=1, help="torch threads per run (default 1)")
     args = parser.parse_args(argv)
-    params = hyperparams()
 
     jobs = [
-        (name, seed, args.n_bits, args.timesteps, args.checkpoint, args.threads, params)
+        (name, seed, args.n_bits, args.timesteps, args.checkpoint, args.threads)
         for seed in args.seeds
         for name in ("ours", "sb3")
     ]
