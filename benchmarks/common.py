@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
-__all__ = ["Row", "interleaved_rates", "median_rate", "median_seconds", "print_table", "single_env_loop"]
+__all__ = [
+    "ArgumentParser",
+    "Row",
+    "at_least",
+    "interleaved_rates",
+    "median_rate",
+    "median_seconds",
+    "print_table",
+    "single_env_loop",
+]
 
 
 @dataclass(frozen=True)
@@ -97,3 +107,25 @@ def single_env_loop(env: Any, actions: Sequence[Any]) -> Callable[[], None]:
                 env.reset()
 
     return loop
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (what was wrong, what is accepted), exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an integer >= ``minimum``; the error says what is accepted."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is not None and value >= minimum:
+            return value
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
+
+    return parse

@@ -12,19 +12,17 @@ damaged or foreign file ends with one line and exit status 2.
 from __future__ import annotations
 
 import argparse
-import io
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
-import numpy as np
 import torch
-from runfolder import MANIFEST, RunError, RunFolder, write_atomic  # examples/runfolder.py
+from runfolder import MANIFEST, ArgumentParser, RunError, RunFolder, run_main
+from sb3_run import ACCEPTED_RUN, OUTPUTS, SCRIPT, algorithms, integer, read_run, record
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize
+from zoo_conf import describe_error
 
 import goalenvs  # noqa: F401  (registers the ids)
 
@@ -33,8 +31,6 @@ OPTION = "argument run_dir"
 
 def model_dir(run_dir: Path) -> Path | None:
     """Where the run's model is: its latest whole checkpoint (checked), else a finished run's folder."""
-    from train import OUTPUTS, SCRIPT
-
     if (run_dir / MANIFEST).is_file():
         checkpoint = RunFolder.read_only(run_dir, SCRIPT, OUTPUTS, option=OPTION).latest_checkpoint()
         if checkpoint is not None:
@@ -47,14 +43,10 @@ def load(run_dir: Path) -> tuple[BaseAlgorithm, dict]:
 
     Raises :class:`RunError` (one line) for a folder without a model, or a damaged or foreign file.
     """
-    from train import algorithms, read_run  # examples/ is on sys.path (a script's folder)
-    from zoo_conf import describe_error
-
     run = read_run(run_dir, OPTION)
     where = model_dir(run_dir)
     if where is None:
-        raise RunError(f"{OPTION}: {run_dir} has no model.zip and no checkpoint yet; accepted: an output "
-                       "folder of examples/train.py")  # fmt: skip
+        raise RunError(f"{OPTION}: {run_dir} has no model.zip and no checkpoint yet; {ACCEPTED_RUN}")
 
     def fitting(name: str, load: Callable[[Path], Any]) -> Any:
         try:
@@ -71,47 +63,12 @@ def load(run_dir: Path) -> tuple[BaseAlgorithm, dict]:
     return model, run
 
 
-def record(
-    model: BaseAlgorithm, env_id: str, env_kwargs: dict, path: Path, n_episodes: int, seed: int
-) -> float:
-    """Write ``n_episodes`` deterministic episodes as an animated GIF; returns their success rate."""
-    import imageio.v2 as imageio
-    from evaluation import act  # examples/ is on sys.path when this file runs as a script
-
-    env = gym.make(env_id, render_mode="rgb_array", **env_kwargs)
-    frames, successes = [], 0
-    obs, _ = env.reset(seed=seed)
-    for _ in range(n_episodes):
-        frames.append(env.render())
-        done = False
-        info: dict[str, Any] = {}
-        while not done:
-            obs, _, terminated, truncated, info = env.step(act(model, obs))
-            frames.append(env.render())
-            done = terminated or truncated
-        successes += bool(info.get("is_success", False))
-        obs, _ = env.reset()
-    fps = env.metadata.get("render_fps", 10)
-    gif = io.BytesIO()
-    imageio.mimsave(gif, [np.asarray(f) for f in frames], format="GIF", duration=1000 / fps, loop=0)
-    write_atomic(path, gif.getvalue())  # an interrupted run leaves no half GIF
-    env.close()
-    return successes / n_episodes
-
-
 def main(argv: list[str] | None = None) -> float:
     """Report the success of a run's model and record a GIF; a mistake or a damaged file exits 2 in one line."""
-    try:
-        return _enjoy(argv)
-    except RunError as exc:
-        print(f"enjoy.py: error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from None
+    return run_main("enjoy.py", lambda: _enjoy(argv), lambda: "(nothing to resume: run it again)")
 
 
 def _enjoy(argv: list[str] | None) -> float:
-    from runfolder import ArgumentParser
-    from train import integer
-
     parser = ArgumentParser(
         prog="enjoy.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -122,9 +79,8 @@ def _enjoy(argv: list[str] | None) -> float:
     parser.add_argument("--seed", type=integer(0), default=12345)
     parser.add_argument("--threads", type=integer(1), default=1, help="torch intra-op threads (default 1)")
     args = parser.parse_args(argv)
-    accepted = "accepted: an output folder of examples/train.py"
     if not args.run_dir.is_dir():
-        parser.error(f"argument run_dir: {args.run_dir} is not a folder; {accepted}")
+        parser.error(f"argument run_dir: {args.run_dir} is not a folder; {ACCEPTED_RUN}")
     gif = args.gif or args.run_dir / "enjoy.gif"
     if gif.suffix.lower() != ".gif":
         parser.error(f"argument --gif: {gif} does not end in .gif; accepted: a .gif file name")

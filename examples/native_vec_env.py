@@ -1,12 +1,9 @@
 """The training envs of ``examples/train.py``: a native vector env for several Fetch envs, else a DummyVecEnv.
 
-A goalenvs ``FetchVectorEnv`` steps the physics of its envs in parallel threads (one MuJoCo model, one
-``MjData`` per env); :class:`NativeVecEnv` hands it to stable-baselines3 as a ``VecEnv`` giving what a
-``DummyVecEnv`` of the single envs, seeded alike, gives: the same observations, rewards, dones and
-infos, so a run trains the same either way, only faster.
-
-A module of ``examples/train.py``, not a script. It does not use torch (``train.py`` sets torch's
-threads: ``--threads``, default 1); its threads step the physics (``FetchVectorEnv``'s ``num_threads``).
+A goalenvs ``FetchVectorEnv`` steps the physics of its envs in parallel threads; :class:`NativeVecEnv`
+hands it to stable-baselines3 as a ``VecEnv`` giving what a ``DummyVecEnv`` of the single envs,
+seeded alike, gives (the same observations, rewards, dones and infos), so a run trains the same
+either way, only faster.
 """
 
 from __future__ import annotations

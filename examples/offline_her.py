@@ -3,32 +3,22 @@
     python examples/offline_her.py record --policy runs/FetchReach-v0_ddpg_s0 --dataset goalenvs/fetchreach/ddpg-mixed-v0
     python examples/offline_her.py train --dataset goalenvs/fetchreach/ddpg-mixed-v0 --output runs/FetchReach-v0_offline
 
-``record`` plays the greedy policy of a ``her_ddpg.py`` run (its latest checkpoint's ``agent.pt``) for
-``--expert-episodes`` episodes, then a noisy version of it (Gaussian noise ``--noise-eps`` and a share
-``--random-eps`` of uniformly random actions; by default the run's own exploration settings) for
-``--noisy-episodes``, in a ``minari.DataCollector`` that keeps every step's info, and writes them as
-one Minari dataset. Minari refuses to overwrite a dataset: choose another id, or delete the old one
-with ``minari delete ID``.
+``record`` plays the greedy policy of a ``her_ddpg.py`` run (its latest checkpoint) for
+``--expert-episodes`` episodes, then a noisy version of it (Gaussian noise ``--noise-eps``, a share
+``--random-eps`` of random actions; by default the run's own) for ``--noisy-episodes``, and writes
+them, every step's info kept, as one Minari dataset (Minari never overwrites one: ``minari delete ID``).
 
-``train`` reads any goal-conditioned Minari dataset found locally (nothing is downloaded): a Dict
-observation space with ``observation``, ``achieved_goal`` and ``desired_goal`` (ours, or the D4RL
-PointMaze / AntMaze datasets), and a bounded Box action space. Its episodes go into a
-``her.HerStorage`` with 'future' relabelling (``--n-sampled-goal`` relabelled transitions per real
-one, rewards from the dataset env's ``compute_reward``); TD3+BC (Fujimoto and Gu, 2021: TD3 whose
-actor loss adds ``(pi(s, g) - a)^2`` to ``-lambda Q(s, g, pi(s, g))``, ``lambda = alpha / mean|Q|``)
-learns from the relabelled batches, and the greedy policy is evaluated every ``--eval-freq`` updates
-on ``--eval-episodes`` fresh episodes of the dataset's (evaluation) env, seeded apart from the
-recorded ones. Everything runs on the CPU in one thread (``--threads``).
-
-``train`` writes to ``--output``: ``config.json``, ``commands.txt``, ``eval.csv`` (updates, success
-rate, mean losses since the last row, wall and CPU seconds) and ``policy.pt`` (the actor, its input
-normalisers and the action bounds). A non-empty folder is refused unless ``--force`` (which removes
-only what a run of this script wrote there; ``examples/runfolder.py``). There are no checkpoints: a
-stopped run starts over.
-
-Datasets are read from and written to Minari's folder: ``$MINARI_DATASETS_PATH``, else
-``~/.minari/datasets``; ``--datasets-path`` sets it. A user's mistake ends with one line and exit
-status 2. docs/training.md ("Offline: Minari datasets") gives a measured run.
+``train`` reads a local goal-conditioned Minari dataset (a Dict observation space with
+``observation``, ``achieved_goal`` and ``desired_goal``, a bounded Box action space: ours, or D4RL's
+PointMaze / AntMaze; nothing is downloaded) into a ``her.HerStorage`` with 'future' relabelling
+(rewards from the dataset env's ``compute_reward``), and trains TD3+BC on it (Fujimoto and Gu, 2021:
+TD3 whose actor loss adds ``(pi(s, g) - a)^2`` to ``-lambda Q(s, g, pi(s, g))``, ``lambda = alpha /
+mean|Q|``), evaluating the greedy policy every ``--eval-freq`` updates on fresh episodes seeded apart
+from the recorded ones. It writes ``config.json``, ``commands.txt``, ``eval.csv`` and ``policy.pt``
+(the actor, its normalisers, the action bounds) to ``--output``; a used folder needs ``--force``.
+There are no checkpoints: a stopped run starts over. ``--datasets-path`` sets Minari's folder
+(default ``$MINARI_DATASETS_PATH``, else ``~/.minari/datasets``). A mistake or a damaged dataset
+ends with one line and exit status 2.
 """
 
 from __future__ import annotations
@@ -47,11 +37,22 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
+import nets
 import numpy as np
 import torch
 from gymnasium import spaces
-from her_ddpg import MLP, Agent, Config, Normalizer  # examples/her_ddpg.py
-from runfolder import ArgumentParser, Range, RunError, RunFolder, check_settings, csv_text, run_main
+from nets import MLP, Normalizer, Policy
+from runfolder import (
+    LOCK,
+    MANIFEST,
+    ArgumentParser,
+    Range,
+    RunError,
+    RunFolder,
+    check_settings,
+    csv_text,
+    run_main,
+)
 from torch import nn
 
 import goalenvs  # registers the goalenvs/ ids
@@ -106,9 +107,6 @@ def collector(env: gym.Env) -> Any:
     return _minari().DataCollector(env, record_infos=True, step_data_callback=_reset_info_callback())
 
 
-Policy = Callable[[dict[str, np.ndarray]], np.ndarray]
-
-
 def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -> list[bool]:
     """Play ``episodes`` episodes of ``policy`` (one observation dict -> one action), episode ``i`` seeded
     ``first_seed + i``; their successes (``info["is_success"]``, or ``"success"``, at the episode's end)."""
@@ -123,49 +121,33 @@ def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -
     return successes
 
 
-def load_ddpg_policy(run_dir: Path) -> tuple[Agent, str]:
-    """The agent of the latest checkpoint of a ``her_ddpg.py`` run, and its env id (one-line errors)."""
-    import nets
-
-    checkpoint = RunFolder.read_only(
-        run_dir, nets.SCRIPT, nets.OUTPUTS, option="--policy"
-    ).latest_checkpoint()
-    if checkpoint is None:
-        raise RunError(
-            f"--policy: {run_dir} has no checkpoint yet (her_ddpg.py writes one every --save-freq epochs)"
-        )
-    saved = checkpoint.meta.get("config")
-    if not isinstance(saved, dict) or set(saved) != {f.name for f in fields(Config)}:
-        raise checkpoint.unfit("MANIFEST.json", "its meta holds no her_ddpg settings")
-    cfg = Config(**saved)
-    env = gym.make(cfg.env_id)
-    space: Any = env.observation_space
-    act_dim = int(np.prod(env.action_space.shape or (1,)))
-    agent = Agent(cfg, space["observation"].shape[0], space["desired_goal"].shape[0], act_dim)
-    state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
-    try:
-        agent.load_state_dict(state["agent"])
-    except (KeyError, TypeError, RuntimeError) as exc:
-        raise checkpoint.unfit("agent.pt", exc) from None
-    return agent, cfg.env_id
-
-
-def ddpg_policies(agent: Agent, noise_eps: float, random_eps: float, seed: int) -> tuple[Policy, Policy]:
-    """The agent's greedy policy, and a noisy one: ``clip(pi + noise_eps * N(0, 1))``, uniformly random
-    actions with probability ``random_eps`` (her_ddpg.py's exploration), from its own generator."""
+def noisy_policy(greedy: Policy, box: spaces.Box, noise_eps: float, random_eps: float, seed: int) -> Policy:
+    """``greedy`` plus Gaussian noise ``noise_eps`` (in units of half the action range), and with
+    probability ``random_eps`` a uniformly random action instead (her_ddpg.py's exploration)."""
     rng = np.random.default_rng(seed)
-
-    def greedy(obs: dict[str, np.ndarray]) -> np.ndarray:
-        return agent.pi(obs["observation"][None], obs["desired_goal"][None])[0]
+    low, high = box.low.astype(np.float32), box.high.astype(np.float32)
 
     def noisy(obs: dict[str, np.ndarray]) -> np.ndarray:
         u = greedy(obs)
-        u = np.clip(u + noise_eps * rng.standard_normal(u.shape), -1.0, 1.0)
+        u = np.clip(u + noise_eps * 0.5 * (high - low) * rng.standard_normal(u.shape), low, high)
         if rng.random() < random_eps:
-            u = rng.uniform(-1.0, 1.0, u.shape)
+            u = rng.uniform(low, high)
         return u.astype(np.float32)
 
-    return greedy, noisy
+    return noisy
+
+
+def run_exploration(run_dir: Path) -> tuple[float, float]:
+    """The her_ddpg.py run's own ``noise_eps`` and ``random_eps`` (its latest checkpoint's settings)."""
+    folder = RunFolder.read_only(run_dir, nets.SCRIPT, nets.OUTPUTS, option="--policy")
+    checkpoint = folder.latest_checkpoint(verify=False)
+    config = checkpoint.meta.get("config") if checkpoint is not None else None
+    try:
+        return float(config["noise_eps"]), float(config["random_eps"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError):
+        raise RunError(
+            f"--policy: {run_dir}'s checkpoint names no noise_eps and random_eps; pass --noise-eps and --random-eps"
+        ) from None
 
 
 def check_dataset_id(dataset_id: str, option: str = "--dataset") -> None:
@@ -192,11 +174,14 @@ def record(args: argparse.Namespace) -> None:
             f"choose another id, or delete it first (minari delete {args.dataset})"
         )
     torch.set_num_threads(args.threads)
-    agent, env_id = load_ddpg_policy(args.policy)
-    noise_eps = agent.cfg.noise_eps if args.noise_eps is None else args.noise_eps
-    random_eps = agent.cfg.random_eps if args.random_eps is None else args.random_eps
-    greedy, noisy = ddpg_policies(agent, noise_eps, random_eps, args.seed)
+    greedy, env_id = nets.load_policy(args.policy)
+    noise_eps, random_eps = args.noise_eps, args.random_eps
+    if noise_eps is None or random_eps is None:  # the run's own, for what is not given
+        own_noise, own_random = run_exploration(args.policy)
+        noise_eps = own_noise if noise_eps is None else noise_eps
+        random_eps = own_random if random_eps is None else random_eps
     env = collector(gym.make(env_id))
+    noisy = noisy_policy(greedy, env.action_space, noise_eps, random_eps, args.seed)
     first = args.seed * RECORD_SEED
     t0 = time.perf_counter()
     expert = run_episodes(env, greedy, args.expert_episodes, first)
@@ -228,9 +213,7 @@ def check_goal_dataset(dataset: Any) -> tuple[spaces.Dict, spaces.Box]:
             f"--dataset: {dataset.spec.dataset_id} is not goal-conditioned (observation space {obs_space}); "
             f"accepted: a Dict observation space with {list(GOAL_KEYS)}"
         )
-    if not isinstance(act_space, spaces.Box) or not np.all(
-        np.isfinite(act_space.low) & np.isfinite(act_space.high)
-    ):
+    if not isinstance(act_space, spaces.Box) or not np.isfinite([act_space.low, act_space.high]).all():
         raise RunError(
             f"--dataset: {dataset.spec.dataset_id} has action space {act_space}; accepted: a bounded Box"
         )
@@ -238,13 +221,8 @@ def check_goal_dataset(dataset: Any) -> tuple[spaces.Dict, spaces.Box]:
 
 
 def fill_storage(
-    dataset: Any,
-    reward_fn: Callable[..., Any],
-    *,
-    n_sampled_goal: int = 4,
-    keep_infos: bool = True,
-    seed: int | None = None,
-) -> HerStorage:
+    dataset: Any, reward_fn: Callable[..., Any], *, n_sampled_goal: int = 4, keep_infos: bool = True, seed: int | None = None
+) -> HerStorage:  # fmt: skip
     """Every episode of a goal-conditioned Minari ``dataset`` in a ``HerStorage`` with 'future' relabelling.
 
     Minari stores ``T + 1`` observations and infos per episode of ``T`` steps (the reset's first); step
@@ -336,13 +314,8 @@ class TD3BC:
     """
 
     def __init__(
-        self,
-        s: Settings,
-        o_norm: Normalizer,
-        g_norm: Normalizer,
-        action_space: spaces.Box,
-        reward_range: tuple[float, float],
-    ) -> None:
+        self, s: Settings, o_norm: Normalizer, g_norm: Normalizer, action_space: spaces.Box, reward_range: tuple[float, float]
+    ) -> None:  # fmt: skip
         self.s, self.o_norm, self.g_norm = s, o_norm, g_norm
         self.low = action_space.low.astype(np.float32)
         self.high = action_space.high.astype(np.float32)
@@ -365,9 +338,8 @@ class TD3BC:
 
     def to_unit(self, actions: np.ndarray) -> np.ndarray:
         """``(B, act_dim)`` env actions mapped to ``[-1, 1]``."""
-        return np.clip(2.0 * (actions - self.low) / (self.high - self.low) - 1.0, -1.0, 1.0).astype(
-            np.float32
-        )
+        unit = 2.0 * (actions - self.low) / (self.high - self.low) - 1.0
+        return np.clip(unit, -1.0, 1.0).astype(np.float32)
 
     def pi(self, obs: np.ndarray, goal: np.ndarray) -> np.ndarray:
         """Greedy env actions, shape ``(B, act_dim)``."""
@@ -436,9 +408,8 @@ def fit_normalizers(storage: HerStorage, s: Settings) -> tuple[Normalizer, Norma
     o_norm = Normalizer(obs["observation"].shape[1], 0.01, s.norm_clip)
     g_norm = Normalizer(obs["desired_goal"].shape[1], 0.01, s.norm_clip)
     o_norm.update(np.clip(obs["observation"], -s.clip_obs, s.clip_obs))
-    g_norm.update(
-        np.clip(np.concatenate([obs["desired_goal"], obs["achieved_goal"]]), -s.clip_obs, s.clip_obs)
-    )
+    goals = np.concatenate([obs["desired_goal"], obs["achieved_goal"]])
+    g_norm.update(np.clip(goals, -s.clip_obs, s.clip_obs))
     return o_norm, g_norm
 
 
@@ -462,14 +433,43 @@ def load_dataset(dataset_id: str) -> Any:
             f"--dataset: no dataset {dataset_id} in {get_dataset_path()} (the local datasets: minari list local); "
             "record one with the record command, or set --datasets-path"
         )
-    return minari.load_dataset(dataset_id)
+    try:
+        return minari.load_dataset(dataset_id)
+    except DAMAGED as exc:
+        raise unreadable(dataset_id, exc) from None
+
+
+# What Minari, h5py and json raise on a damaged file (cut short, overwritten, edited).
+DAMAGED = (OSError, ValueError, KeyError, TypeError)
+
+
+def unreadable(dataset_id: str, exc: BaseException) -> RunError:
+    """The one-line error for a dataset whose files cannot be read."""
+    from minari.storage import get_dataset_path
+
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    return RunError(
+        f"--dataset: {dataset_id} cannot be read ({type(exc).__name__}: {first}); its files in "
+        f"{get_dataset_path(dataset_id) / 'data'} are damaged: record or download it again"
+    )
+
+
+def check_output(path: Path, force: bool) -> None:
+    """Refuse a used ``--output`` unless ``--force`` (train has no resume: a stopped run starts over)."""
+    held = sorted(p.name for p in path.iterdir() if p.name not in (LOCK, MANIFEST)) if path.is_dir() else []
+    if held and not force:
+        raise RunError(
+            f"--output: {path} is not empty (it holds {', '.join(held[:3])}{', ...' if len(held) > 3 else ''}); "
+            "pass --force to replace the run there (train starts over, it does not resume), or another --output"
+        )
+    RunFolder.check_new(path, force, OUTPUTS, SCRIPT)
 
 
 def train(args: argparse.Namespace, argv: list[str]) -> float:
     """The ``train`` command; returns the final success rate."""
     s = Settings(**{f.name: getattr(args, f.name) for f in fields(Settings)})
     check_settings(asdict(s), RANGES, "option")
-    RunFolder.check_new(args.output, args.force, OUTPUTS, SCRIPT)  # before the dataset is read
+    check_output(args.output, args.force)  # before the dataset is read
     dataset = load_dataset(s.dataset)
     check_goal_dataset(dataset)
     try:
@@ -481,13 +481,13 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
     torch.set_num_threads(s.threads)
     torch.manual_seed(s.seed)
     t0 = time.perf_counter()
-    storage = fill_storage(
-        dataset,
-        env.unwrapped.compute_reward,
-        n_sampled_goal=s.n_sampled_goal,
-        keep_infos=s.keep_infos,
-        seed=s.seed,
-    )
+    reward_fn = env.unwrapped.compute_reward
+    try:  # the episodes are read from the file here
+        storage = fill_storage(
+            dataset, reward_fn, n_sampled_goal=s.n_sampled_goal, keep_infos=s.keep_infos, seed=s.seed
+        )
+    except DAMAGED as exc:
+        raise unreadable(s.dataset, exc) from None
     rewards = np.asarray(storage.rows("rewards"))
     o_norm, g_norm = fit_normalizers(storage, s)
     agent = TD3BC(s, o_norm, g_norm, dataset.action_space, (float(rewards.min()), float(rewards.max())))
@@ -510,8 +510,9 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
                              "wall_s": round(time.perf_counter() - start, 1),
                              "cpu_s": round(time.process_time() - cpu_start, 1)})  # fmt: skip
                 losses = []
+                wall, cpu = rows[-1]["wall_s"], rows[-1]["cpu_s"]
                 print(
-                    f"updates {update:7d}  success {success:.3f}  wall {rows[-1]['wall_s']:6.0f}s  cpu {rows[-1]['cpu_s']:6.0f}s",
+                    f"updates {update:7d}  success {success:.3f}  wall {wall:6.0f}s  cpu {cpu:6.0f}s",
                     flush=True,
                 )
                 folder.write("eval.csv", csv_text(rows))
@@ -525,29 +526,18 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
 # ---------------------------------------------------------------------------------------- command line
 def build_parser() -> ArgumentParser:
     parser = ArgumentParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--datasets-path",
-        type=Path,
-        help="Minari's dataset folder (default $MINARI_DATASETS_PATH, else ~/.minari/datasets)",
-    )
+    parser.add_argument("--datasets-path", type=Path, help="Minari's dataset folder (default: Minari's own)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{record,train}")
     rec = commands.add_parser("record", help="record a dataset of a her_ddpg.py policy, greedy then noisy")
-    rec.add_argument(
-        "--policy", type=Path, required=True, metavar="RUN_DIR", help="a run folder of her_ddpg.py"
-    )
-    rec.add_argument(
-        "--dataset", required=True, help="id of the new dataset, e.g. goalenvs/fetchreach/ddpg-mixed-v0"
-    )
-    rec.add_argument("--expert-episodes", type=int, default=200, help="greedy episodes (default 200)")
-    rec.add_argument("--noisy-episodes", type=int, default=200, help="noisy episodes (default 200)")
-    rec.add_argument("--noise-eps", type=float, help="Gaussian action noise (default: the run's noise_eps)")
-    rec.add_argument(
-        "--random-eps", type=float, help="share of random actions (default: the run's random_eps)"
-    )
-    rec.add_argument(
-        "--seed", type=int, default=0, help=f"episode i is seeded seed x {RECORD_SEED} + i (default 0)"
-    )
-    rec.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    add = rec.add_argument
+    add("--policy", type=Path, required=True, metavar="RUN_DIR", help="a run folder of her_ddpg.py")
+    add("--dataset", required=True, help="id of the new dataset, e.g. goalenvs/fetchreach/ddpg-mixed-v0")
+    add("--expert-episodes", type=int, default=200, help="greedy episodes (default 200)")
+    add("--noisy-episodes", type=int, default=200, help="noisy episodes (default 200)")
+    add("--noise-eps", type=float, help="Gaussian action noise (default: the run's noise_eps)")
+    add("--random-eps", type=float, help="share of random actions (default: the run's random_eps)")
+    add("--seed", type=int, default=0, help=f"episode i is seeded seed x {RECORD_SEED} + i (default 0)")
+    add("--threads", type=int, default=1, help="torch threads (default 1)")
     tr = commands.add_parser("train", help="train TD3+BC on a goal-conditioned Minari dataset, relabelled")
     tr.add_argument("--output", type=Path, required=True, help="the run folder to write")
     tr.add_argument("--force", action="store_true", help="replace the run in a non-empty --output")
@@ -563,24 +553,23 @@ def build_parser() -> ArgumentParser:
     return parser
 
 
+RECORD_RANGES = {
+    "expert_episodes": Range(int, 0),
+    "noisy_episodes": Range(int, 0),
+    "threads": Range(int, 1),
+    "seed": Range(int, 0, 3999),  # x RECORD_SEED stays below the evaluation seeds
+    "noise_eps": Range(float, 0.0),
+    "random_eps": Range(float, 0.0, 1.0),
+}
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     if args.command == "record":
-        for name in ("expert_episodes", "noisy_episodes", "threads"):
-            low = 1 if name == "threads" else 0
-            if getattr(args, name) < low:
-                raise RunError(
-                    f"--{name.replace('_', '-')}: {getattr(args, name)} is not accepted; accepted: an integer >= {low}"
-                )
+        given = {k: v for k, v in vars(args).items() if k in RECORD_RANGES and v is not None}
+        check_settings(given, RECORD_RANGES, "option")
         if args.expert_episodes + args.noisy_episodes == 0:
             raise RunError("--expert-episodes, --noisy-episodes: no episodes to record; accepted: a sum >= 1")
-        if not 0 <= args.seed < 4000:
-            raise RunError(f"--seed: {args.seed} is not accepted; accepted: an integer in [0, 4000)")
-        for name in ("noise_eps", "random_eps"):
-            value = getattr(args, name)
-            if value is not None and not (0.0 <= value <= (1.0 if name == "random_eps" else np.inf)):
-                accepted = "a number in [0, 1]" if name == "random_eps" else "a number >= 0"
-                raise RunError(f"--{name.replace('_', '-')}: {value} is not accepted; accepted: {accepted}")
     if args.datasets_path is not None:
         if args.datasets_path.exists() and not args.datasets_path.is_dir():
             raise RunError(f"--datasets-path: {args.datasets_path} is a file; accepted: a folder")

@@ -4,31 +4,15 @@
                                       [--steps 4000] [--num-envs 2] [--num-goals 4] [--seed 0]
                                       [--workdir runs/rllte]
 
-Needs rllte-core (checked with 1.0.1), which goalenvs does not install: install it with
-``pip install --no-deps rllte-core`` and add what its agents import (``termcolor``, ``pynvml``,
-``matplotlib``, and ``torchvision``, which is only imported, for an image augmentation); its own requirements would pull a CUDA build of torch and
-matplotlib 3.6, which does not load with NumPy 2.
-
-rllte's off-policy training loop (``OffPolicyAgent.train``) runs here as it is; three things
-rllte 1.0.1 does not do for a goal env under Gymnasium >= 1.0 are done here instead:
-
-* the env: rllte's ``Gymnasium2Torch`` (which its ``rllte.env.make_*_env`` factories use) wraps a vector env in
-  ``gymnasium.Wrapper``, which Gymnasium 1.x refuses (a vector env is no longer an ``Env``):
-  :class:`TorchGoalVectorEnv` offers the same interface (``observation_space`` / ``action_space`` of
-  one env, ``num_envs``, ``reset`` and ``step`` in torch tensors, flags as 0.0 / 1.0);
-* final observations: rllte's loop reads an ended episode's last observation from
-  ``infos["final_observation"][i]`` (Gymnasium 0.29's same-step autoreset) and writes it with
-  ``real_next_obs[i] = torch.as_tensor(...)``, which fails for dict observations (``torch.as_tensor``
-  of a dict; the assignment would add a key ``i`` to the dict of tensors). The env
-  here autoresets in the same step, puts each final observation there as one flat row, and returns
-  observations as :class:`GoalObs`, a dict whose ``[i] = row`` writes env ``i``'s entries;
-* construction: DDPG picks its encoder by ``len(obs_shape)``, so a goal env's Dict of three keys
-  gets the image encoder, which asserts, and its default storage cannot hold dicts. The agent is built
-  with rllte's own Dict modules in their place (``RaffinCombinedEncoder``, ``DictReplayStorage``),
-  then ``agent.set(storage=HerReplayStorage(...))``, rllte's way of giving a custom storage.
-
-The run leaves rllte's logs and model under ``--workdir`` (ignored by git) and prints the success
-rate of the deterministic policy over a few episodes.
+Needs rllte-core 1.0.1, which goalenvs does not install (``pip install --no-deps rllte-core``, then
+what its agents import: ``termcolor``, ``pynvml``, ``matplotlib``, ``torchvision``). rllte's
+off-policy loop (``OffPolicyAgent.train``) runs as it is; what rllte 1.0.1 lacks for a goal env under
+Gymnasium >= 1.0 is done here (docs/her.md, "With rllte", says why each is needed):
+:class:`TorchGoalVectorEnv` in place of rllte's ``Gymnasium2Torch`` (which wraps a vector env in a
+``gymnasium.Wrapper``, refused by Gymnasium 1.x); :class:`GoalObs`, so that rllte's loop can write a
+final observation into dict observations; and rllte's own Dict encoder and storage while DDPG is
+built, then ``agent.set(storage=HerReplayStorage(...))``. rllte's logs and model go under
+``--workdir`` (ignored by git); the script prints the deterministic policy's success rate.
 """
 
 from __future__ import annotations

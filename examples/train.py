@@ -6,45 +6,19 @@
     python examples/train.py --env goalenvs/FetchPush-v0 --save-freq 50000   # checkpoints; after a crash:
     python examples/train.py --resume runs/FetchPush-v0_tqc_s0                # goes on from the last one
 
-Hyperparameters come from ``examples/hyperparams/<algo>.yml`` (the RL Zoo's layout: one file per
-algorithm, one entry per env id, the same keys), so the same files run unchanged under
-``python -m rl_zoo3.train --algo tqc --env goalenvs/Parking-v0 --gym-packages goalenvs her
---conf-file examples/hyperparams/tqc.yml``. Command-line options override them.
-
-Writes to ``--output`` (default ``runs/<env>_<algo>_s<seed>``): ``model.zip``, ``run.json`` (what was
-run, by which commands, for ``examples/enjoy.py`` and ``--resume``), ``eval.csv`` (the evaluation
-curve: the deterministic policy over ``--eval-episodes`` episodes, run side by side in one vector
-env), ``success.png`` (its plot), ``vecnormalize.pkl`` where the file asks for ``normalize`` and, for
-envs that render, ``policy.gif``. The folder's rules are ``examples/runfolder.py``'s: every setting
-(options, the ``--conf-file`` entry, ``run.json`` on resume) is range-checked before the first
-write; the folder is locked while a run uses it (a second process is refused, naming the holder's
-pid); an existing non-empty folder is refused unless ``--force``, which removes only what a run
-recorded writing there; every file is written aside and renamed into place. A mistake or a damaged
-file ends with one line and exit status 2, Ctrl-C or SIGTERM with one line saying where to resume
-from and status 130, a failed write (a full disk) with one line and status 1.
-
-Torch uses ``--threads`` intra-op threads (default 1): for networks this small one thread was faster
-than two on the 2-core machine (the main job: 14 s with one, 23-30 s with two, beside two other jobs),
-and two jobs started together do not fight over the cores.
-
-Checkpoints and resume (details in ``examples/checkpointing.py``). ``--save-freq N`` checkpoints every
-N env steps and at the end: model and optimiser, replay buffer, the training envs mid-episode,
-``VecNormalize`` statistics, random states and the curve so far, in ``checkpoints/<steps>/`` with a
-``MANIFEST.json`` of sizes, hashes and the run's id, renamed into place when whole: a crash keeps the
-previous one. ``--resume RUN_DIR`` checks the latest checkpoint whole and goes on from it to the
-run's total step count (``--timesteps`` raises it) with
-``learn(remaining, reset_num_timesteps=False)``, appending to ``eval.csv`` and to the ``commands`` of
-``run.json``. ``--stop-at N`` checkpoints and stops after N steps: a long run in shorter sessions.
-
-A resumed run is bit-for-bit the uninterrupted one (measured: 1k steps + resume to 2k ends with the
-same parameters, optimiser state and replay buffer as 2k in one go, for DQN on BitFlip and SAC with
-``VecNormalize`` on FetchReach, stopped mid-episode; ``tests/examples/test_train_cli.py``). stable-baselines3's
-``save``/``load`` alone is not: ``load`` re-seeds NumPy, torch and the action space from the initial
-seed, the env restarts from a fresh ``reset`` (cutting the episode under way) and a callback's
-``on_step`` runs before the step's transition is stored. Here the envs are pickled, the random states
-put back, and checkpoints taken between rollouts. Not kept, so not bit-for-bit: envs that do not pickle
-(the checkpoint fails, saying so), an Ornstein-Uhlenbeck action noise (reset by every ``learn``), and the
-clocks (``wall_time_s``, ``cpu_time_s``).
+Hyperparameters come from ``examples/hyperparams/<algo>.yml`` (the RL Zoo's layout and keys, read and
+checked by ``examples/zoo_conf.py``), so the same files run under ``python -m rl_zoo3.train``;
+options override them. Writes to ``--output`` (default ``runs/<env>_<algo>_s<seed>``): ``model.zip``,
+``run.json`` (what ran, by which commands), ``eval.csv`` (the deterministic policy's success over
+``--eval-episodes`` episodes) and its plot ``success.png``, ``vecnormalize.pkl`` where the file asks
+for ``normalize``, ``policy.gif`` for envs that render. ``--save-freq N`` checkpoints every N steps,
+``--stop-at N`` checkpoints and stops, ``--resume RUN_DIR`` goes on from the latest checkpoint bit for
+bit (``examples/sb3_run.py`` says how). The folder follows ``examples/runfolder.py``'s rules: settings
+checked before the first write, one process per folder, ``--force`` removes only a run's own files,
+every file written aside and renamed. A mistake or a damaged file ends with one line and exit status
+2; Ctrl-C or SIGTERM with one line saying where to resume from (130); a failed write with one line (1).
+Torch uses ``--threads`` intra-op threads (default 1: these networks are small, and parallel jobs then
+do not fight over the cores).
 """
 
 from __future__ import annotations
@@ -52,7 +26,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import math
 import os
 import pickle
 import re
@@ -66,52 +39,47 @@ import cloudpickle
 import gymnasium as gym
 import numpy as np
 import torch
-from checkpointing import (  # examples/checkpointing.py (examples/ is on sys.path)
-    Checkpoints,
-    StopTraining,
-    checkpoint_files,
-    load_checkpoint,
-    model_bytes,
-)
-from evaluation import EvalSuccess, plot_curve  # examples/evaluation.py
 from gymnasium import spaces
-from native_vec_env import make_training_envs  # examples/native_vec_env.py
+from native_vec_env import make_training_envs
 from runfolder import (
     ArgumentParser,
-    Range,
     RunError,
     RunFolder,
     check_new_folder,
-    check_settings,
     folder_path,
     make_numbered_folder,
     resumed_folder,
     run_main,
-)  # examples/runfolder.py
-from stable_baselines3 import DDPG, DQN, SAC, TD3
+)
+from sb3_run import (
+    OUTPUTS,
+    SCRIPT,
+    Checkpoints,
+    EvalSuccess,
+    StopTraining,
+    algorithms,
+    checkpoint_files,
+    integer,
+    load_checkpoint,
+    model_bytes,
+    plot_curve,
+    read_run,
+    record,
+    tensorboard_logger,
+)
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
-from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
-from zoo_conf import (  # examples/zoo_conf.py
-    check_her_settings,
-    check_hyperparams,
-    describe_error,
-    evaluate_entry,
-    load_conf,
-    not_accepted,
-)
+from zoo_conf import check_hyperparams, describe_error, evaluate_entry, load_conf, not_accepted
 
 import goalenvs
 from her import HerReplayBuffer
 
-SCRIPT = "train.py"
 HERE = Path(__file__).resolve().parent
 DEFAULT_ENV = "goalenvs/BitFlip-v0"
 DEFAULT_ALGO = {"goalenvs/BitFlip-v0": "dqn"}
-# What a run writes at the top of its folder (besides checkpoints/): --force removes these, if a run wrote them.
-OUTPUTS = ("run.json", "model.zip", "vecnormalize.pkl", "eval.csv", "success.png", "policy.gif")
 # Options that define a run: --resume takes them from run.json and refuses them on the command line.
 RUN_OPTIONS = tuple(
     "env algo seed n_envs strategy n_sampled_goal env_kwargs output eval_freq eval_episodes conf_file force".split()
@@ -120,40 +88,9 @@ RUN_OPTIONS = tuple(
 RUN_SETTINGS = tuple(
     "env algo env_kwargs seed n_envs eval_freq eval_episodes hyperparams her_overrides".split()
 )
-SEED = Range(int, 0, 2**32 - 1)  # NumPy's seeds
-
-
-def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
-    """Algorithm name -> class; TQC from sb3-contrib when it is installed."""
-    algos: dict[str, type[OffPolicyAlgorithm]] = {"dqn": DQN, "sac": SAC, "td3": TD3, "ddpg": DDPG}
-    try:
-        from sb3_contrib import TQC
-    except ImportError:  # tqc is then not offered; argparse says which choices exist
-        return algos
-    algos["tqc"] = TQC
-    return algos
 
 
 # ---------------------------------------------------------------------------------------- the command line
-def integer(minimum: int, maximum: int | None = None) -> Any:
-    """An argparse type: an integer in ``[minimum, maximum]`` (``1e4`` style accepted when it is whole)."""
-    spec = Range(int, minimum, maximum)
-    expected = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
-
-    def parse(text: str) -> int:
-        try:
-            value = float(text)
-            whole = int(value) if math.isfinite(value) and value.is_integer() else None
-        except ValueError:
-            whole = None
-        if whole is None or not spec.accepts(whole):
-            raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected {expected}")
-        return whole
-
-    parse.__name__ = expected.removeprefix("an ")
-    return parse
-
-
 def json_object(text: str) -> dict[str, Any]:
     """An argparse type: a JSON object, e.g. ``'{"n_bits": 20}'``."""
     try:
@@ -188,55 +125,36 @@ def device_name(text: str) -> str:
 
 
 def build_parser() -> ArgumentParser:
-    algos = sorted(algorithms())
     parser = ArgumentParser(
-        prog="train.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=SCRIPT, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--env", help=f"a goal env id (default {DEFAULT_ENV})")
-    parser.add_argument("--algo", choices=algos, help="default: dqn for BitFlip, tqc otherwise")
-    parser.add_argument(
-        "--timesteps", type=integer(1), help="default: n_timesteps of the hyperparameter file"
-    )
-    parser.add_argument("--seed", type=integer(0, 2**32 - 1), help="default 0")
-    parser.add_argument(
+    add = parser.add_argument
+    add("--env", help=f"a goal env id (default {DEFAULT_ENV})")
+    add("--algo", choices=sorted(algorithms()), help="default: dqn for BitFlip, tqc otherwise")
+    add("--timesteps", type=integer(1), help="default: n_timesteps of the hyperparameter file")
+    add("--seed", type=integer(0, 2**32 - 1), help="default 0")
+    add(
         "--n-envs",
         type=integer(1),
-        help="parallel envs (DummyVecEnv; Fetch: its native vector env, physics "
-        "in threads); default from the file, else 1",
+        help="parallel envs (Fetch: its native vector env); default from the file, else 1",
     )
-    parser.add_argument("--strategy", choices=["future", "final", "episode"], help="HER goal selection")
-    parser.add_argument("--n-sampled-goal", type=integer(0), help="HER relabelled goals per real one (k)")
-    parser.add_argument("--env-kwargs", type=json_object, help="JSON object, e.g. '{\"n_bits\": 20}'")
-    parser.add_argument("--output", type=Path, help="output folder (default runs/<env>_<algo>_s<seed>)")
-    parser.add_argument(
-        "--force", action="store_true", help="replace the outputs of a run already in --output"
-    )
-    parser.add_argument(
-        "--device", type=device_name, help="torch device: auto, cpu, cuda, cuda:N (default auto)"
-    )
-    parser.add_argument("--threads", type=integer(1), help="torch intra-op threads (default 1)")
-    parser.add_argument(
-        "--eval-freq", type=integer(1), help="env steps between evaluations (default: timesteps/10)"
-    )
-    parser.add_argument("--eval-episodes", type=integer(1), help="episodes per evaluation (default 100)")
-    parser.add_argument("--conf-file", type=Path, help="default examples/hyperparams/<algo>.yml")
-    parser.add_argument("--save-freq", type=integer(1), help="checkpoint every N env steps (and at the end)")
-    parser.add_argument(
-        "--stop-at", type=integer(1), help="checkpoint and stop after N env steps (resume later)"
-    )
-    parser.add_argument(
-        "--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR from its checkpoint"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--no-gif", action="store_true", help="skip recording a GIF of the trained policy")
-    parser.add_argument(
-        "--tensorboard",
-        type=folder_path,
-        metavar="DIR",
-        help="TensorBoard events (stable-baselines3's, and the evaluations') in "
-        "DIR/<run name>_<N>: tensorboard --logdir DIR",
-    )
-    return parser
+    add("--strategy", choices=["future", "final", "episode"], help="HER goal selection")
+    add("--n-sampled-goal", type=integer(0), help="HER relabelled goals per real one (k)")
+    add("--env-kwargs", type=json_object, help="JSON object, e.g. '{\"n_bits\": 20}'")
+    add("--output", type=Path, help="output folder (default runs/<env>_<algo>_s<seed>)")
+    add("--force", action="store_true", help="replace the outputs of a run already in --output")
+    add("--device", type=device_name, help="torch device: auto, cpu, cuda, cuda:N (default auto)")
+    add("--threads", type=integer(1), help="torch intra-op threads (default 1)")
+    add("--eval-freq", type=integer(1), help="env steps between evaluations (default: timesteps/10)")
+    add("--eval-episodes", type=integer(1), help="episodes per evaluation (default 100)")
+    add("--conf-file", type=Path, help="default examples/hyperparams/<algo>.yml")
+    add("--save-freq", type=integer(1), help="checkpoint every N env steps (and at the end)")
+    add("--stop-at", type=integer(1), help="checkpoint and stop after N env steps (resume later)")
+    add("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR from its checkpoint")
+    add("--no-progress", action="store_true", help="no progress bar")
+    add("--no-gif", action="store_true", help="skip recording a GIF of the trained policy")
+    add("--tensorboard", type=folder_path, metavar="DIR", help="TensorBoard events in DIR/<run name>_<N>")
+    return parser  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------- validation
@@ -291,10 +209,6 @@ def check_goal_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
     return env
 
 
-def default_output(env_id: str, algo: str, seed: int) -> Path:
-    return Path("runs") / f"{env_id.split('/')[-1]}_{algo}_s{seed}"
-
-
 def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
     """Everything a new run needs, validated before anything is written (errors: :class:`RunError`)."""
     env_id = args.env or DEFAULT_ENV
@@ -338,7 +252,7 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
             f"argument --stop-at: {args.stop_at} is not below the run's {timesteps} steps; accepted: 1 to {timesteps - 1}"
         )
     seed = args.seed if args.seed is not None else 0
-    out = args.output or default_output(env_id, algo, seed)
+    out = args.output or Path("runs") / f"{env_id.split('/')[-1]}_{algo}_s{seed}"
     RunFolder.check_free(out)  # a folder in use is refused before the model is built
     RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
     if args.tensorboard is not None:
@@ -373,66 +287,6 @@ def check_tensorboard_installed() -> None:
         raise RunError("argument --tensorboard: needs the tensorboard package; pip install tensorboard")
 
 
-# What run.json must hold to be resumed, with the type of each value (checked before the folder is locked).
-RUN_KEYS: dict[str, tuple[type, ...]] = {
-    "env": (str,),
-    "algo": (str,),
-    "env_kwargs": (dict,),
-    "seed": (int,),
-    "total_timesteps": (int,),
-    "n_envs": (int,),
-    "eval_freq": (int,),
-    "eval_episodes": (int,),
-    "save_freq": (int, type(None)),
-    "hyperparams": (dict,),
-    "her_overrides": (dict,),
-    "commands": (list,),
-}
-_JSON_TYPES = {str: "a string", int: "an integer", dict: "an object", list: "a list", type(None): "null"}
-RUN_RANGES = {
-    "seed": SEED,
-    **{k: Range(int, 1) for k in ("total_timesteps", "n_envs", "eval_freq", "eval_episodes", "save_freq")},
-}
-
-
-def read_run(run_dir: Path, option: str) -> dict[str, Any]:
-    """The ``run.json`` of a run folder, every value checked as a new run's are (an edited file is one line)."""
-    path = run_dir / "run.json"
-    accepted = "accepted: an output folder of examples/train.py"
-    if not run_dir.is_dir():
-        what = "does not exist" if not run_dir.exists() else "is not a folder"
-        raise RunError(f"{option}: {run_dir} {what}; {accepted}")
-    fix = "restore it from a copy (each checkpoint's MANIFEST.json holds the run's settings) or start again with --force"
-    try:
-        run = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise RunError(f"{option}: {run_dir} has no run.json; {accepted}") from None
-    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
-        raise RunError(f"{option}: {path} is not valid JSON ({describe_error(exc)}); {fix}") from None
-    if not isinstance(run, dict) or any(key not in run for key in RUN_KEYS):
-        missing = sorted(set(RUN_KEYS) - set(run)) if isinstance(run, dict) else sorted(RUN_KEYS)
-        raise RunError(
-            f"{option}: {path} does not describe a run of {SCRIPT} (missing keys {missing}); {fix}"
-        )
-    where = f"{option}: {path}, key"
-    for key, types in RUN_KEYS.items():
-        if not isinstance(run[key], types) or isinstance(run[key], bool):
-            raise not_accepted(where, key, run[key], " or ".join(_JSON_TYPES[t] for t in types))
-    if run["env"] not in gym.registry:
-        raise not_accepted(where, "env", run["env"], "a registered env id")
-    if run["algo"] not in algorithms():
-        raise not_accepted(where, "algo", run["algo"], f"one of {sorted(algorithms())}")
-    check_settings({k: run[k] for k in RUN_RANGES if run[k] is not None}, RUN_RANGES, where)
-    check_her_settings(run["her_overrides"], f"{option}: {path}, her_overrides key")
-    run["hyperparams"] = check_hyperparams(
-        run["hyperparams"],
-        run["algo"],
-        algorithms()[run["algo"]],
-        f"{option}: {path}, entry hyperparams, key",
-    )
-    return run
-
-
 def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
     """The run.json of ``--resume RUN_DIR``, checked (the checkpoint is checked once the folder is locked)."""
     given = [
@@ -445,13 +299,8 @@ def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
             "--save-freq, --device, --threads, --no-progress, --no-gif, --tensorboard"
         )
     run = read_run(args.resume, "argument --resume")
-    recorded = resumed_folder(
-        run.get("tensorboard"),
-        args.tensorboard,
-        "argument --tensorboard",
-        "argument --resume",
-        args.resume / "run.json",
-    )
+    file, option = args.resume / "run.json", "argument --tensorboard"
+    recorded = resumed_folder(run.get("tensorboard"), args.tensorboard, option, "argument --resume", file)
     run["tensorboard"] = None if recorded is None else str(recorded)
     if run["tensorboard"] is not None or args.tensorboard is not None:
         check_tensorboard_installed()
@@ -462,14 +311,9 @@ def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
     return run
 
 
-def _jsonable(value: Any) -> Any:
-    """``value`` as it reads back from JSON (what run.json and a checkpoint's manifest hold)."""
-    return json.loads(json.dumps(value, default=repr))
-
-
 def settings(run: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings that define a run, as kept in each checkpoint's manifest."""
-    return _jsonable({key: run[key] for key in RUN_SETTINGS})
+    """The settings that define a run as each checkpoint's manifest keeps them (as JSON reads them back)."""
+    return json.loads(json.dumps({key: run[key] for key in RUN_SETTINGS}, default=repr))
 
 
 # ---------------------------------------------------------------------------------------- the run
@@ -578,9 +422,7 @@ def open_resumed(
                 f"argument --stop-at: {args.stop_at} is not between the checkpoint's {done} steps and "
                 f"the run's {total}; accepted: {done + 1} to {total - 1}"
             )
-        model, state = load_checkpoint(
-            checkpoint, algorithms()[run["algo"]], device, run["env"], run["env_kwargs"], run["n_envs"]
-        )
+        model, state = load_checkpoint(checkpoint, algorithms()[run["algo"]], device, run)
     except BaseException:
         folder.close()
         raise
@@ -599,8 +441,7 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
             device_name(device)
         except argparse.ArgumentTypeError as exc:
             raise RunError(f"argument --device: the run used {exc}; pass --device") from None
-    threads = args.threads or 1
-    torch.set_num_threads(threads)
+    torch.set_num_threads(args.threads or 1)
     if args.resume:
         folder, model, state = open_resumed(run, args, device)
     else:
@@ -629,28 +470,6 @@ def open_tensorboard(
     logger = tensorboard_logger(folder, model.num_timesteps + 1 if resumed else None)
     model.set_logger(logger)
     return logger
-
-
-class _TensorBoard(TensorBoardOutputFormat):
-    """stable-baselines3's TensorBoard output, its ``SummaryWriter`` opened with ``purge_step``."""
-
-    def __init__(self, folder: Path, purge_step: int | None) -> None:  # no super(): it opens a writer
-        from torch.utils.tensorboard import SummaryWriter
-
-        self.writer = SummaryWriter(log_dir=str(folder), purge_step=purge_step)
-        self._is_closed = False
-
-
-def tensorboard_logger(folder: Path, purge_step: int | None) -> Logger:
-    """The logger a run with ``--tensorboard`` trains with: stable-baselines3's scalars (and the
-    evaluations', ``eval/success_rate``) as TensorBoard events in the run's own ``folder``.
-
-    stable-baselines3 picks ``<tb_log_name>_<N>`` itself and, on a resumed ``learn``, goes on in the
-    highest N there, which may be another run's: here the run's folder is chosen once, kept in run.json,
-    and a resumed run goes on in it with ``purge_step`` (TensorBoard then hides what a stopped session
-    wrote after the checkpoint, so no step is shown twice; no file is removed).
-    """
-    return Logger(str(folder), [_TensorBoard(folder, purge_step)])
 
 
 def _learn(
@@ -741,8 +560,6 @@ def _learn(
     folder.write("success.png", plot_curve(eval_cb.rows, title))
     renders = "rgb_array" in gym.make(run["env"], **run["env_kwargs"]).metadata.get("render_modes", [])
     if renders and not args.no_gif:
-        from enjoy import record  # examples/ is on sys.path when this file runs as a script
-
         folder.record("policy.gif")
         record(model, run["env"], run["env_kwargs"], out / "policy.gif", n_episodes=3, seed=run["seed"])
     print(
@@ -753,11 +570,7 @@ def _learn(
 
 
 def main(argv: list[str] | None = None) -> float:
-    """Train (or resume) a run; returns its final success rate (``nan`` when stopped by ``--stop-at``).
-
-    A user's mistake (or a damaged file) ends with one line and exit status 2; Ctrl-C or SIGTERM with one
-    line saying where to resume from and status 130; a failed write (a full disk) with one line and 1.
-    """
+    """Train (or resume) a run; returns its final success rate (``nan`` when stopped by ``--stop-at``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     progress: dict[str, Any] = {}
     return run_main(SCRIPT, lambda: _train(argv, progress), lambda: _where(progress))

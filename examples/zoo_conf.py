@@ -22,19 +22,6 @@ from torch import nn
 
 from her import HerReplayBuffer
 
-__all__ = [
-    "HYPERPARAM_RANGES",
-    "OWN_KEYS",
-    "STRATEGIES",
-    "check_her_settings",
-    "check_hyperparams",
-    "describe_error",
-    "evaluate_entry",
-    "load_conf",
-    "not_accepted",
-    "parse_value",
-]
-
 STRATEGIES = ("future", "final", "episode")
 
 

@@ -1,7 +1,9 @@
-"""The benchmarks' own arithmetic: what a row divides by must count what it says."""
+"""The benchmarks' own arithmetic (what a row divides by must count what it says), the settings the
+standalone comparisons copy from examples/hyperparams, and their one-line errors."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from pathlib import Path
 
@@ -49,3 +51,57 @@ def test_update_flop_counts_every_pass_of_one_update(hidden: int, layers: int, b
     by_hand = 2 * batch * (4 * actor + 6 * critic)
     first_layers = 2 * batch * ((obs_dim + goal_dim) * hidden + (obs_dim + goal_dim + act_dim) * hidden)
     assert update_flop(agent, arrays) == by_hand - first_layers
+
+
+def test_standalone_comparisons_use_the_settings_of_the_hyperparameter_files() -> None:
+    """The DQN and TQC settings that benchmarks/compare_her_bitflip.py and profile_sb3_fetch.py copy
+    are the entries of examples/hyperparams/dqn.yml and tqc_cpu.yml that they name."""
+    pytest.importorskip("sb3_contrib")
+    yaml = pytest.importorskip("yaml")
+    import zoo_conf  # examples/zoo_conf.py, on the path above
+
+    from benchmarks.compare_her_bitflip import DQN_SETTINGS
+    from benchmarks.profile_sb3_fetch import ENV_ID, N_ENVS, TQC_SETTINGS
+
+    def entry(name: str, env_id: str) -> dict:
+        path = Path(__file__).resolve().parents[1] / "examples" / "hyperparams" / name
+        return zoo_conf.evaluate_entry(yaml.safe_load(path.read_text())[env_id])
+
+    dqn = entry("dqn.yml", "goalenvs/BitFlip-v0")
+    schedule = dqn.pop("learning_rate")
+    ours = dict(DQN_SETTINGS)
+    ours_schedule = ours.pop("learning_rate")
+    assert vars(ours_schedule) == vars(schedule)
+    assert ours == {key: dqn[key] for key in ours}
+    tqc = entry("tqc_cpu.yml", ENV_ID)
+    assert TQC_SETTINGS == {key: tqc[key] for key in TQC_SETTINGS}
+    assert (tqc["n_envs"], tqc["normalize"]) == (N_ENVS, {"norm_obs": True, "norm_reward": False})
+
+
+MISTAKES = {
+    "compare-jobs": (
+        "compare_her_bitflip",
+        ["--jobs", "0"],
+        "--jobs",
+        "'0' is not accepted: expected an integer >= 1",
+    ),
+    "compare-seeds": ("compare_her_bitflip", ["--seeds", "1", "-1"], "--seeds", "expected an integer >= 0"),
+    "compare-bits": ("compare_her_bitflip", ["--n-bits", "ten"], "--n-bits", "expected an integer >= 1"),
+    "profile-threads": ("profile_sb3_fetch", ["--threads", "0"], "--threads", "expected an integer >= 1"),
+    "profile-steps": ("profile_sb3_fetch", ["--steps", "1.5"], "--steps", "expected an integer >= 1"),
+}
+
+
+@pytest.mark.parametrize("case", list(MISTAKES))
+def test_standalone_comparisons_reject_careless_input_in_one_line(
+    case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    module, argv, argument, fragment = MISTAKES[case]
+    pytest.importorskip("sb3_contrib")  # stable-baselines3 and its contrib package: both modules import them
+    main = importlib.import_module(f"benchmarks.{module}").main
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"python -m benchmarks.{module}: error: argument {argument}: "), err
+    assert err.count("\n") == 1 and fragment in err, err

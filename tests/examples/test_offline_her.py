@@ -165,3 +165,58 @@ def test_record_and_train_commands(tmp_path, capsys, one_torch_thread):
     refused([*other[:4], str(tmp_path), *other[5:]], "is not a run folder of her_ddpg.py")
     refused([*record, "--random-eps", "2"], "--random-eps: 2.0 is not accepted")
     refused(["train"], "the following arguments are required")
+
+
+def _train_argv(dataset_id: str, out: Path) -> list[str]:
+    return ["train", "--dataset", dataset_id, "--output", str(out), "--updates", "2", "--eval-freq", "2",
+            "--eval-episodes", "1", "--hidden", "8", "--batch-size", "16"]  # fmt: skip
+
+
+def _refused(capsys, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        offline_her.main(argv)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("offline_her.py: error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_a_used_output_folder_is_refused_naming_only_options_train_has(tmp_path, capsys, one_torch_thread):
+    _tiny_dataset(episodes=2)
+    out = tmp_path / "offline"
+    offline_her.main(_train_argv("goalenvs/fetchreach/tiny-v0", out))
+    err = _refused(capsys, _train_argv("goalenvs/fetchreach/tiny-v0", out))
+    assert f"{out} is not empty" in err and "--force" in err
+    assert "--resume" not in err  # train has no --resume: a stopped run starts over
+    with pytest.raises(SystemExit):
+        offline_her.build_parser().parse_args(["train", "--resume", str(out)])
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("main_data.hdf5", "truncated"),
+        ("main_data.hdf5", "random bytes"),
+        ("main_data.hdf5", "zeroed tail"),
+        ("metadata.json", "truncated"),
+        ("metadata.json", "random bytes"),
+    ],
+)
+def test_a_damaged_dataset_is_one_line_naming_it(tmp_path, capsys, name, damage):
+    import shutil
+
+    from minari.storage import get_dataset_path
+
+    _tiny_dataset(episodes=2)
+    broken = "goalenvs/fetchreach/broken-v0"
+    shutil.copytree(get_dataset_path("goalenvs/fetchreach/tiny-v0"), get_dataset_path(broken))
+    path = get_dataset_path(broken) / "data" / name
+    data = path.read_bytes()
+    half = len(data) // 2
+    changed = {"truncated": data[:half], "random bytes": np.random.default_rng(0).bytes(len(data)),
+               "zeroed tail": data[:half] + bytes(len(data) - half)}[damage]  # fmt: skip
+    path.write_bytes(changed)
+    out = tmp_path / "offline"
+    err = _refused(capsys, _train_argv(broken, out))
+    assert f"--dataset: {broken}" in err and "cannot be read" in err, err
+    assert not out.exists()  # refused before the run folder is made

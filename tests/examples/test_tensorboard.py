@@ -27,8 +27,8 @@ pytest.importorskip("yaml")
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
-import evaluation  # noqa: E402
 import her_ddpg  # noqa: E402
+import sb3_run  # noqa: E402
 import train  # noqa: E402
 
 from tests.examples.folder_checks import fails, snapshot  # noqa: E402
@@ -194,14 +194,14 @@ def test_train_writes_sb3_scalars_and_the_evaluations_and_resumes_in_the_same_fo
     assert SB3_TAGS - {"train/loss", "train/learning_rate"} <= set(first)
     assert steps(first, "eval/success_rate") == steps(first, "eval/mean_reward") == [500, 1000]
 
-    real_evaluate = evaluation.EvalSuccess.evaluate
+    real_evaluate = sb3_run.EvalSuccess.evaluate
 
-    def ctrl_c_after_the_evaluation_at_1500(self: evaluation.EvalSuccess) -> None:
+    def ctrl_c_after_the_evaluation_at_1500(self: sb3_run.EvalSuccess) -> None:
         real_evaluate(self)  # recorded and dumped, then the run is stopped before a checkpoint
         if self.model.num_timesteps >= 1500:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(evaluation.EvalSuccess, "evaluate", ctrl_c_after_the_evaluation_at_1500)
+    monkeypatch.setattr(sb3_run.EvalSuccess, "evaluate", ctrl_c_after_the_evaluation_at_1500)
     with pytest.raises(SystemExit) as exc:
         train.main(["--resume", str(out), "--no-progress", "--no-gif"])
     assert exc.value.code == 130

@@ -26,7 +26,7 @@ pytest.importorskip("matplotlib")
 pytest.importorskip("yaml")
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-sys.path.insert(0, str(EXAMPLES))  # train.py and enjoy.py import each other as scripts do
+sys.path.insert(0, str(EXAMPLES))  # as the scripts import their modules
 
 import enjoy  # noqa: E402
 import train  # noqa: E402

@@ -1,0 +1,420 @@
+"""A run of ``examples/train.py`` as it lives on disk, for ``train.py`` (which writes it) and ``enjoy.py``.
+
+* ``run.json``: what ran, read back with every value checked (:func:`read_run`).
+* Checkpoints (``checkpoints/<steps>/``, kept by ``examples/runfolder.py``): model and optimiser,
+  replay buffer, the training envs mid-episode, ``VecNormalize`` statistics, random states and the
+  curve so far (:func:`checkpoint_files`, :func:`load_checkpoint`).
+* The success evaluation: the deterministic policy on ``eval_episodes`` episodes side by side in one
+  vector env (:class:`EvalSuccess`), its curve in ``eval.csv`` and ``success.png``, the TensorBoard
+  events of ``--tensorboard`` (:func:`tensorboard_logger`) and a GIF of the policy (:func:`record`).
+
+A resumed run is bit for bit the uninterrupted one; stable-baselines3's ``save`` / ``load`` alone is
+not, for four reasons, each handled here: (1) callbacks' ``on_step`` runs after ``env.step`` but
+before the transition is stored, so checkpoints are taken between rollouts (``on_rollout_start``);
+(2) ``load`` resets the envs, so they are pickled and loaded with ``force_reset=False`` and the
+buffer with ``truncate_last_traj=False`` (the episode goes on); (3) ``load`` re-seeds NumPy, torch
+and the action space from the initial seed, so their states are put back; (4) ``VecNormalize`` does
+not pickle its running returns, so they are kept too. Not kept, so not bit for bit: envs that do not
+pickle (refused when the run starts), an Ornstein-Uhlenbeck action noise (reset by every ``learn``)
+and the clocks (``wall_time_s``, ``cpu_time_s``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import math
+import pickle
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import gymnasium as gym
+import numpy as np
+import torch
+from runfolder import Checkpoint, Range, RunError, check_settings, csv_text, curve_png, write_atomic
+from stable_baselines3 import DDPG, DQN, SAC, TD3
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from zoo_conf import check_her_settings, check_hyperparams, describe_error, not_accepted
+
+SCRIPT = "train.py"
+# What a run writes at the top of its folder (besides checkpoints/): --force removes these, if a run wrote them.
+OUTPUTS = ("run.json", "model.zip", "vecnormalize.pkl", "eval.csv", "success.png", "policy.gif")
+ACCEPTED_RUN = "accepted: an output folder of examples/train.py"
+
+
+def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
+    """Algorithm name -> class; TQC from sb3-contrib when it is installed."""
+    algos: dict[str, type[OffPolicyAlgorithm]] = {"dqn": DQN, "sac": SAC, "td3": TD3, "ddpg": DDPG}
+    try:
+        from sb3_contrib import TQC
+    except ImportError:  # tqc is then not offered; argparse says which choices exist
+        return algos
+    algos["tqc"] = TQC
+    return algos
+
+
+def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[minimum, maximum]`` (``1e4`` style accepted when it is whole)."""
+    spec = Range(int, minimum, maximum)
+    expected = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
+
+    def parse(text: str) -> int:
+        try:
+            value = float(text)
+            whole = int(value) if math.isfinite(value) and value.is_integer() else None
+        except ValueError:
+            whole = None
+        if whole is None or not spec.accepts(whole):
+            raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected {expected}")
+        return whole
+
+    parse.__name__ = expected.removeprefix("an ")
+    return parse
+
+
+# ---------------------------------------------------------------------------------------- run.json
+# What run.json must hold, with the type of each value (checked before a folder is locked).
+RUN_KEYS: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("env", "algo"), (str,)),
+    **dict.fromkeys(("env_kwargs", "hyperparams", "her_overrides"), (dict,)),
+    **dict.fromkeys(("seed", "total_timesteps", "n_envs", "eval_freq", "eval_episodes"), (int,)),
+    "save_freq": (int, type(None)),
+    "commands": (list,),
+}
+JSON_TYPES = {str: "a string", int: "an integer", dict: "an object", list: "a list", type(None): "null"}
+RUN_RANGES = {
+    "seed": Range(int, 0, 2**32 - 1),  # NumPy's seeds
+    **{k: Range(int, 1) for k in ("total_timesteps", "n_envs", "eval_freq", "eval_episodes", "save_freq")},
+}
+
+
+def read_run(run_dir: Path, option: str) -> dict[str, Any]:
+    """The ``run.json`` of a run folder, every value checked as a new run's are (an edited file is one line)."""
+    path = run_dir / "run.json"
+    if not run_dir.is_dir():
+        what = "does not exist" if not run_dir.exists() else "is not a folder"
+        raise RunError(f"{option}: {run_dir} {what}; {ACCEPTED_RUN}")
+    fix = "restore it from a copy (each checkpoint's MANIFEST.json holds the run's settings) or start again with --force"
+    try:
+        run = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise RunError(f"{option}: {run_dir} has no run.json; {ACCEPTED_RUN}") from None
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
+        raise RunError(f"{option}: {path} is not valid JSON ({describe_error(exc)}); {fix}") from None
+    if not isinstance(run, dict) or any(key not in run for key in RUN_KEYS):
+        missing = sorted(set(RUN_KEYS) - set(run)) if isinstance(run, dict) else sorted(RUN_KEYS)
+        raise RunError(
+            f"{option}: {path} does not describe a run of {SCRIPT} (missing keys {missing}); {fix}"
+        )
+    where = f"{option}: {path}, key"
+    for key, types in RUN_KEYS.items():
+        if not isinstance(run[key], types) or isinstance(run[key], bool):
+            raise not_accepted(where, key, run[key], " or ".join(JSON_TYPES[t] for t in types))
+    if run["env"] not in gym.registry:
+        raise not_accepted(where, "env", run["env"], "a registered env id")
+    if run["algo"] not in algorithms():
+        raise not_accepted(where, "algo", run["algo"], f"one of {sorted(algorithms())}")
+    check_settings({k: run[k] for k in RUN_RANGES if run[k] is not None}, RUN_RANGES, where)
+    check_her_settings(run["her_overrides"], f"{option}: {path}, her_overrides key")
+    algo_class = algorithms()[run["algo"]]
+    where = f"{option}: {path}, entry hyperparams, key"
+    run["hyperparams"] = check_hyperparams(run["hyperparams"], run["algo"], algo_class, where)
+    return run
+
+
+# ---------------------------------------------------------------------------------------- checkpoints
+STATE_KEYS = ("timesteps", "numpy", "torch", "python", "action_space")
+
+
+def model_bytes(model: BaseAlgorithm) -> bytes:
+    """The model's zip file, in memory (to be written atomically)."""
+    buffer = io.BytesIO()
+    model.save(buffer)
+    return buffer.getvalue()
+
+
+def writer(data: Callable[[], bytes]) -> Callable[[Path], None]:
+    """A function writing ``data()`` to the path it is given (the bytes are made when it is called)."""
+
+    def write(path: Path) -> None:
+        path.write_bytes(data())
+
+    return write
+
+
+def checkpoint_files(model: OffPolicyAlgorithm, extra: dict[str, Any]) -> dict[str, Callable[[Path], None]]:
+    """File name -> the function writing it, for ``RunFolder.save_checkpoint``; the state is taken now.
+
+    ``extra`` is kept in ``state.pkl`` (the evaluation curve and clocks).
+    """
+    normalizer = model.get_vec_normalize_env()
+    venv = normalizer.venv if normalizer is not None else model.get_env()
+    state: dict[str, Any] = {
+        "timesteps": model.num_timesteps,
+        "numpy": np.random.get_state(),  # noqa: NPY002  (stable-baselines3 draws exploration from it)
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "action_space": model.action_space.np_random.bit_generator.state,
+        **extra,
+    }
+    files: dict[str, Callable[[Path], None]] = {
+        "model.zip": lambda path: model.save(path),
+        "replay_buffer.pkl": lambda path: model.save_replay_buffer(path),
+        "env.pkl": writer(lambda: cloudpickle.dumps(venv)),
+    }
+    if normalizer is not None:
+        state["vecnormalize_returns"] = normalizer.returns.copy()  # VecNormalize does not pickle them
+        files["vecnormalize.pkl"] = writer(lambda: pickle.dumps(normalizer))
+    files["state.pkl"] = writer(lambda: pickle.dumps(state))
+    return files
+
+
+def load_checkpoint(
+    checkpoint: Checkpoint, algo: type[OffPolicyAlgorithm], device: str, run: dict[str, Any]
+) -> tuple[OffPolicyAlgorithm, dict[str, Any]]:
+    """The model (with its envs and buffer) and ``state.pkl`` of a checkpoint already checked whole.
+
+    Each file is checked to fit the run's env, ``env_kwargs`` and ``n_envs``: a file of another run
+    (with its hash recorded) is one line naming it, not a failure mid-training.
+    """
+    env_id, env_kwargs, n_envs = run["env"], run["env_kwargs"], run["n_envs"]
+    state = checkpoint.load("state.pkl", lambda p: pickle.loads(p.read_bytes()))
+    if not isinstance(state, dict) or any(k not in state for k in STATE_KEYS):
+        raise checkpoint.unfit("state.pkl", f"it holds no checkpoint state (keys {list(STATE_KEYS)})")
+    if state["timesteps"] != checkpoint.tag:
+        raise checkpoint.unfit("state.pkl", f"it is of step {state['timesteps']}, not {checkpoint.tag}")
+    single = gym.make(env_id, **env_kwargs)
+    spaces = single.observation_space, single.action_space
+    single.close()
+    env = checkpoint.load("env.pkl", lambda p: pickle.loads(p.read_bytes()))
+    if (
+        not isinstance(env, VecEnv)
+        or env.num_envs != n_envs
+        or (env.observation_space, env.action_space) != spaces
+    ):
+        raise checkpoint.unfit("env.pkl", f"it holds no {n_envs} envs {env_id} with {env_kwargs}")
+    if checkpoint.file("vecnormalize.pkl").exists():
+        if "vecnormalize_returns" not in state:
+            raise checkpoint.unfit(
+                "state.pkl", "it holds no VecNormalize returns, and vecnormalize.pkl is there"
+            )
+        env = checkpoint.load("vecnormalize.pkl", lambda p: VecNormalize.load(str(p), env))
+        env.returns = state["vecnormalize_returns"]
+    model = checkpoint.load("model.zip", lambda p: algo.load(p, env=env, device=device, force_reset=False))
+    if model.num_timesteps != checkpoint.tag:
+        raise checkpoint.unfit("model.zip", f"it is of step {model.num_timesteps}, not {checkpoint.tag}")
+    checkpoint.load("replay_buffer.pkl", lambda p: model.load_replay_buffer(p, truncate_last_traj=False))
+    if getattr(model.replay_buffer, "observation_space", None) != spaces[0]:
+        raise checkpoint.unfit("replay_buffer.pkl", f"its observations are not those of {env_id}")
+    try:  # load() re-seeded every generator from the initial seed: put back their states at the checkpoint
+        np.random.set_state(state["numpy"])  # noqa: NPY002
+        torch.set_rng_state(state["torch"])
+        random.setstate(state["python"])
+        model.action_space.np_random.bit_generator.state = state["action_space"]
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise checkpoint.unfit("state.pkl", f"{type(exc).__name__}: {exc}") from None
+    return model, state
+
+
+class StopTraining(Exception):
+    """Raised between rollouts, after a checkpoint, to end a session at ``stop_at`` steps."""
+
+
+class Checkpoints(BaseCallback):
+    """Call ``save()`` every ``save_freq`` env steps (if set), between rollouts; stop after ``stop_at``."""
+
+    def __init__(self, save: Callable[[], None], save_freq: int | None, stop_at: int | None = None):
+        super().__init__()
+        self.save, self.save_freq, self.stop_at = save, save_freq, stop_at
+        self.next: int | None = None
+
+    def after(self, steps: int) -> int | None:
+        return (steps // self.save_freq + 1) * self.save_freq if self.save_freq else None
+
+    def _on_training_start(self) -> None:
+        self.next = self.after(self.model.num_timesteps)
+
+    def _on_rollout_start(self) -> None:
+        steps = self.model.num_timesteps
+        stop = self.stop_at is not None and steps >= self.stop_at
+        if stop or (self.next is not None and steps >= self.next):
+            self.save()
+            self.next = self.after(steps)
+        if stop:
+            raise StopTraining
+
+    def _on_step(self) -> bool:
+        return True
+
+
+# ---------------------------------------------------------------------------------------- evaluation
+def act(model: BaseAlgorithm, obs: dict[str, np.ndarray]) -> np.ndarray:
+    """Deterministic actions for raw observations (one or a batch), normalised first if the model trains on a VecNormalize."""
+    normalizer = model.get_vec_normalize_env()
+    inputs = obs if normalizer is None else normalizer.normalize_obs(obs)
+    return model.predict(inputs, deterministic=True)[0]
+
+
+def make_eval_envs(env_id: str, n_episodes: int, env_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
+    """One vector env for the evaluation episodes: all of them side by side where the env has a native
+    vector version (cheap), else at most 10 copies (100 MuJoCo Fetch envs would hold ~1 GB)."""
+    native = gym.spec(env_id).vector_entry_point is not None
+    return gym.make_vec(env_id, num_envs=n_episodes if native else min(n_episodes, 10), **env_kwargs)
+
+
+def evaluate(
+    model: BaseAlgorithm, envs: gym.vector.VectorEnv, n_episodes: int, seed: int
+) -> tuple[float, float]:
+    """(success rate, mean return) of ``n_episodes`` deterministic episodes, ``envs.num_envs`` at a time.
+
+    The episodes of a wave run side by side, the i-th seeded ``seed + i``; an env's episode counts
+    until its first end (what follows in it is ignored), its success is ``info["is_success"]`` there.
+    The same seeds at every evaluation: the curve moves with the policy, not with the episodes drawn.
+    """
+    success, returns = np.zeros(n_episodes, bool), np.zeros(n_episodes)
+    width = envs.num_envs
+    for first in range(0, n_episodes, width):
+        obs, _ = envs.reset(seed=seed + first)
+        running = np.arange(width) < n_episodes - first  # the last wave may use only some envs
+        wave_success, wave_returns = np.zeros(width, bool), np.zeros(width)
+        while running.any():
+            obs, reward, terminated, truncated, info = envs.step(act(model, obs))
+            wave_returns[running] += reward[running]
+            ended = running & (terminated | truncated)
+            wave_success[ended] = np.asarray(info.get("is_success", np.zeros(width)), dtype=bool)[ended]
+            running &= ~ended
+        count = min(width, n_episodes - first)
+        success[first : first + count], returns[first : first + count] = (
+            wave_success[:count],
+            wave_returns[:count],
+        )
+    return float(success.mean()), float(returns.mean())
+
+
+class EvalSuccess(BaseCallback):
+    """Every ``eval_freq`` env steps, between rollouts (after their gradient steps), evaluate the policy.
+
+    Rows go to ``eval.csv``, rewritten each time through ``write(name, text)`` (the run folder's
+    atomic, recorded write). ``state()`` / ``restore()`` carry the curve and the clocks across a resume.
+    """
+
+    def __init__(self, run: dict[str, Any], write: Callable[[str, str], object]):
+        super().__init__()
+        self.envs = make_eval_envs(run["env"], run["eval_episodes"], run["env_kwargs"])
+        self.n_episodes, self.eval_freq = run["eval_episodes"], run["eval_freq"]
+        self.seed, self.write = run["seed"] + 10_000, write
+        self.rows: list[dict[str, float]] = []
+        self.next = self.eval_freq
+        self.wall0, self.cpu0 = 0.0, 0.0  # time of the sessions before this one
+        self.start_wall, self.start_cpu = time.perf_counter(), time.process_time()
+
+    def wall(self) -> float:
+        return self.wall0 + time.perf_counter() - self.start_wall
+
+    def cpu(self) -> float:
+        return self.cpu0 + time.process_time() - self.start_cpu
+
+    def state(self) -> dict[str, Any]:
+        return {"rows": list(self.rows), "next": self.next, "wall": self.wall(), "cpu": self.cpu()}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        self.rows, self.next = list(state["rows"]), state["next"]
+        self.wall0, self.cpu0 = state["wall"], state["cpu"]
+        if self.rows:  # drops rows a crashed session wrote after its last checkpoint
+            self.write("eval.csv", csv_text(self.rows))
+
+    def evaluate(self) -> None:
+        success, returns = evaluate(self.model, self.envs, self.n_episodes, self.seed)
+        self.rows.append({"timesteps": self.model.num_timesteps, "success_rate": success, "mean_return": returns,
+                          "wall_time_s": round(self.wall(), 2), "cpu_time_s": round(self.cpu(), 2)})  # fmt: skip
+        self.write("eval.csv", csv_text(self.rows))
+        # Through stable-baselines3's logger (TensorBoard with train.py --tensorboard), at the step measured.
+        values = {"eval/success_rate": success, "eval/mean_reward": returns}
+        dump_alone(self.logger, values, self.model.num_timesteps)
+
+    def _on_rollout_start(self) -> None:
+        if self.model.num_timesteps >= self.next:
+            while self.next <= self.model.num_timesteps:
+                self.next += self.eval_freq
+            self.evaluate()
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def dump_alone(logger: Logger, values: dict[str, float], step: int) -> None:
+    """Write ``values`` at ``step`` through stable-baselines3's ``logger``, and only them: what the
+    algorithm has recorded since its last dump (``train/...``) stays pending for its own next dump, so
+    its series get no second point at one step (as a plain ``dump`` here would give them)."""
+    tables: tuple[dict[str, Any], ...] = (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)
+    pending = [dict(d) for d in tables]
+    for d in tables:
+        d.clear()
+    for key, value in values.items():
+        logger.record(key, value)
+    logger.dump(step)
+    for d, held in zip(tables, pending, strict=True):
+        d.update(held)
+
+
+def record(
+    model: BaseAlgorithm, env_id: str, env_kwargs: dict, path: Path, n_episodes: int, seed: int
+) -> float:
+    """Write ``n_episodes`` deterministic episodes as an animated GIF, atomically; returns their success rate."""
+    import imageio.v2 as imageio
+
+    env = gym.make(env_id, render_mode="rgb_array", **env_kwargs)
+    frames, successes = [], 0
+    obs, _ = env.reset(seed=seed)
+    for _ in range(n_episodes):
+        frames.append(env.render())
+        done, info = False, dict[str, Any]()
+        while not done:
+            obs, _, terminated, truncated, info = env.step(act(model, obs))
+            frames.append(env.render())
+            done = terminated or truncated
+        successes += bool(info.get("is_success", False))
+        obs, _ = env.reset()
+    gif = io.BytesIO()
+    duration = 1000 / env.metadata.get("render_fps", 10)
+    imageio.mimsave(gif, [np.asarray(f) for f in frames], format="GIF", duration=duration, loop=0)
+    write_atomic(path, gif.getvalue())  # an interrupted run leaves no half GIF
+    env.close()
+    return successes / n_episodes
+
+
+class _TensorBoard(TensorBoardOutputFormat):
+    """stable-baselines3's TensorBoard output, its ``SummaryWriter`` opened with ``purge_step``."""
+
+    def __init__(self, folder: Path, purge_step: int | None) -> None:  # no super(): it opens a writer
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(log_dir=str(folder), purge_step=purge_step)
+        self._is_closed = False
+
+
+def tensorboard_logger(folder: Path, purge_step: int | None) -> Logger:
+    """The logger a run with ``--tensorboard`` trains with: stable-baselines3's scalars (and the
+    evaluations', ``eval/success_rate``) as TensorBoard events in the run's own ``folder``.
+
+    stable-baselines3 picks ``<tb_log_name>_<N>`` itself and, on a resumed ``learn``, goes on in the
+    highest N there, which may be another run's: here the run's folder is chosen once, kept in run.json,
+    and a resumed run goes on in it with ``purge_step`` (TensorBoard then hides what a stopped session
+    wrote after the checkpoint, so no step is shown twice; no file is removed).
+    """
+    return Logger(str(folder), [_TensorBoard(folder, purge_step)])
+
+
+def plot_curve(rows: list[dict[str, float]], title: str) -> bytes:
+    """The success curve as a PNG file's bytes."""
+    steps = [r["timesteps"] for r in rows]
+    return curve_png(steps, [r["success_rate"] for r in rows], "environment steps", title)
