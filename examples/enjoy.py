@@ -2,11 +2,9 @@
 
     python examples/enjoy.py runs/BitFlip-v0_dqn_s0 [--episodes 20] [--gif FILE] [--force]
 
-The GIF goes to ``<run_dir>/enjoy.gif`` by default, never to the training run's ``policy.gif``; an
-existing file is refused unless ``--force``. The model is the run's latest whole checkpoint (its
-files' sizes and hashes checked, as ``--resume`` does) where it has one, else the ``model.zip`` of a
-run trained without checkpoints. The run folder is only read (not locked: a run may go on in it). A
-damaged or foreign file ends with one line and exit status 2.
+The GIF goes to ``<run_dir>/enjoy.gif`` by default (an existing file needs ``--force``). The model is
+the run's latest whole checkpoint (checked as ``--resume`` checks it), else its ``model.zip``. The run
+folder is only read, not locked. A damaged or foreign file ends with one line and exit status 2.
 """
 
 from __future__ import annotations
@@ -39,10 +37,7 @@ def model_dir(run_dir: Path) -> Path | None:
 
 
 def load(run_dir: Path) -> tuple[BaseAlgorithm, dict]:
-    """The model and the run description (``run.json``) that ``train.py`` wrote to ``run_dir``.
-
-    Raises :class:`RunError` (one line) for a folder without a model, or a damaged or foreign file.
-    """
+    """The model and ``run.json`` of a ``train.py`` run (a :class:`RunError` for no model, or a damaged file)."""
     run = read_run(run_dir, OPTION)
     where = model_dir(run_dir)
     if where is None:

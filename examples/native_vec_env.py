@@ -1,9 +1,8 @@
-"""The training envs of ``examples/train.py``: a native vector env for several Fetch envs, else a DummyVecEnv.
+"""The training envs of ``examples/train.py``: several Fetch envs as one native vector env, else a DummyVecEnv.
 
 A goalenvs ``FetchVectorEnv`` steps the physics of its envs in parallel threads; :class:`NativeVecEnv`
-hands it to stable-baselines3 as a ``VecEnv`` giving what a ``DummyVecEnv`` of the single envs,
-seeded alike, gives (the same observations, rewards, dones and infos), so a run trains the same
-either way, only faster.
+hands it to stable-baselines3 as a ``VecEnv`` that gives what a ``DummyVecEnv`` of the single envs,
+seeded alike, gives: a run trains the same either way, only faster.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import VecEnv
 
-from goalenvs._util import env_info
+from goalenvs.core import env_info
 
 __all__ = ["NativeVecEnv", "make_training_envs"]
 
@@ -27,14 +26,11 @@ NATIVE_TRAINING = ("goalenvs.envs.fetch:FetchVectorEnv",)
 
 
 class NativeVecEnv(VecEnv):
-    """A goalenvs native vector env (SAME_STEP autoreset) as a stable-baselines3 VecEnv.
+    """A goalenvs native vector env (SAME_STEP autoreset) as a stable-baselines3 VecEnv of ``Monitor``-ed envs.
 
-    The same observations, rewards (float32), dones and infos (``TimeLimit.truncated``, and for an
-    ended episode its last info and ``terminal_observation``) as a DummyVecEnv of the single envs
-    seeded alike, each env wrapped in ``Monitor`` (an ended episode's info has Monitor's ``episode``:
-    return ``r``, length ``l``, time ``t``). The envs share their attributes; ``get_attr("spec")`` is
-    the single env's spec, from which a replay buffer rebuilds the env's goal functions. Pickles
-    (checkpoints keep the training envs): stable-baselines3's ``VecMonitor`` does not.
+    Infos as a DummyVecEnv's: ``TimeLimit.truncated``; for an ended episode its last info,
+    ``terminal_observation`` and Monitor's ``episode``. ``get_attr("spec")`` is the single env's spec
+    (a replay buffer rebuilds the goal functions from it). It pickles for checkpoints (``VecMonitor`` does not).
     """
 
     def __init__(self, vector_env: gym.vector.VectorEnv, single_spec: Any) -> None:
@@ -103,21 +99,15 @@ class NativeVecEnv(VecEnv):
         return [method(*method_args, **method_kwargs) for _ in self._get_indices(indices)]
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: Any = None) -> list[bool]:
-        return [wrapper_class is Monitor] * len(
-            list(self._get_indices(indices))
-        )  # Monitor's infos: see above
+        return [wrapper_class is Monitor] * len(list(self._get_indices(indices)))  # Monitor's infos
 
     def get_images(self) -> list[np.ndarray]:
         return list(self.vector_env.render() or [])  # type: ignore[arg-type]  # rgb_array frames
 
 
 def make_training_envs(run: dict[str, Any]) -> VecEnv:
-    """``run["n_envs"]`` envs of ``run["env"]`` for training, env ``i`` seeded ``run["seed"] + i``.
-
-    Several envs of an id whose vector env is in :data:`NATIVE_TRAINING` are one native vector env
-    (SAME_STEP autoreset, as stable-baselines3 expects) behind :class:`NativeVecEnv`; anything else
-    is ``make_vec_env``'s ``DummyVecEnv`` (of ``Monitor``-wrapped envs).
-    """
+    """``run["n_envs"]`` envs of ``run["env"]``, env ``i`` seeded ``run["seed"] + i``: a :class:`NativeVecEnv`
+    for several envs of an id in :data:`NATIVE_TRAINING`, else ``make_vec_env``'s ``DummyVecEnv``."""
     env_id, n_envs, kwargs = run["env"], run["n_envs"], run["env_kwargs"]
     spec = gym.spec(env_id)
     if n_envs == 1 or spec.vector_entry_point not in NATIVE_TRAINING:

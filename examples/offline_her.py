@@ -3,22 +3,14 @@
     python examples/offline_her.py record --policy runs/FetchReach-v0_ddpg_s0 --dataset goalenvs/fetchreach/ddpg-mixed-v0
     python examples/offline_her.py train --dataset goalenvs/fetchreach/ddpg-mixed-v0 --output runs/FetchReach-v0_offline
 
-``record`` plays the greedy policy of a ``her_ddpg.py`` run (its latest checkpoint) for
-``--expert-episodes`` episodes, then a noisy version of it (Gaussian noise ``--noise-eps``, a share
-``--random-eps`` of random actions; by default the run's own) for ``--noisy-episodes``, and writes
-them, every step's info kept, as one Minari dataset (Minari never overwrites one: ``minari delete ID``).
-
-``train`` reads a local goal-conditioned Minari dataset (a Dict observation space with
-``observation``, ``achieved_goal`` and ``desired_goal``, a bounded Box action space: ours, or D4RL's
-PointMaze / AntMaze; nothing is downloaded) into a ``her.HerStorage`` with 'future' relabelling
-(rewards from the dataset env's ``compute_reward``), and trains TD3+BC on it (Fujimoto and Gu, 2021:
-TD3 whose actor loss adds ``(pi(s, g) - a)^2`` to ``-lambda Q(s, g, pi(s, g))``, ``lambda = alpha /
-mean|Q|``), evaluating the greedy policy every ``--eval-freq`` updates on fresh episodes seeded apart
-from the recorded ones. It writes ``config.json``, ``commands.txt``, ``eval.csv`` and ``policy.pt``
-(the actor, its normalisers, the action bounds) to ``--output``; a used folder needs ``--force``.
-There are no checkpoints: a stopped run starts over. ``--datasets-path`` sets Minari's folder
-(default ``$MINARI_DATASETS_PATH``, else ``~/.minari/datasets``). A mistake or a damaged dataset
-ends with one line and exit status 2.
+``record`` plays a ``her_ddpg.py`` run's greedy policy, then a noisy one (by default with the run's
+own exploration noise), and writes the episodes, infos kept, as a Minari dataset. ``train`` reads a
+local goal-conditioned Minari dataset (ours, or D4RL's PointMaze / AntMaze; nothing is downloaded)
+into a ``her.HerStorage`` with 'future' relabelling and trains TD3+BC (Fujimoto and Gu, 2021: TD3
+whose actor loss adds ``(pi(s, g) - a)^2`` to ``-lambda Q``, ``lambda = alpha / mean|Q|``), evaluating
+the greedy policy on fresh episodes. It writes ``config.json``, ``commands.txt``, ``eval.csv`` and
+``policy.pt`` to ``--output``; no checkpoints: a stopped run starts over. A mistake or a damaged
+dataset ends with one line and exit status 2.
 """
 
 from __future__ import annotations
@@ -80,10 +72,8 @@ def _reset_info_callback() -> type:
     from minari.data_collector.callbacks import StepDataCallback
 
     class GoalResetInfo(StepDataCallback):
-        """Minari keeps one info layout per episode, the reset's info its first entry; goalenvs' Fetch
-        (as Gymnasium-Robotics') resets with an empty info and steps with ``is_success`` and
-        ``elapsed_steps``. A Fetch reset gets those keys: the reset state's success and 0 steps. Every
-        other info passes unchanged."""
+        """Minari keeps one info layout per episode, the reset's first; Fetch resets with an empty info,
+        so a Fetch reset gets the step's keys: the reset state's ``is_success`` and 0 ``elapsed_steps``."""
 
         def __call__(
             self, env: gym.Env, obs: Any, info: dict[str, Any], action: Any = None, **kwargs: Any
@@ -225,11 +215,9 @@ def fill_storage(
 ) -> HerStorage:  # fmt: skip
     """Every episode of a goal-conditioned Minari ``dataset`` in a ``HerStorage`` with 'future' relabelling.
 
-    Minari stores ``T + 1`` observations and infos per episode of ``T`` steps (the reset's first); step
-    ``t`` goes in as ``(obs[t], actions[t], rewards[t], terminations[t], truncations[t], infos[t + 1],
-    obs[t + 1])``. An episode that ends neither terminated nor truncated is cut (its last step then
-    counts as truncated). With ``keep_infos`` the step infos are kept and passed to ``reward_fn``
-    (needed by envs whose reward reads them, e.g. Parking's crash penalty); with ``False`` it gets None.
+    Minari keeps ``T + 1`` observations and infos per episode (the reset's first): step ``t`` is
+    ``obs[t] -> obs[t + 1]`` with ``infos[t + 1]``. An episode ending neither way is cut (truncated).
+    ``keep_infos`` passes the step infos to ``reward_fn`` (Parking's crash penalty reads them), else None.
     """
     obs_space, act_space = check_goal_dataset(dataset)
     storage = HerStorage(
@@ -306,12 +294,8 @@ RANGES: dict[str, Range] = {
 
 
 class TD3BC:
-    """TD3+BC on goal-conditioned inputs: an actor and twin critics over normalised ``(observation, goal)``.
-
-    Actions are learnt in ``[-1, 1]`` (the action space's box mapped linearly); critic targets are
-    clipped to the returns that rewards in ``reward_range`` allow (``[min(r_lo, 0), max(r_hi, 0)] /
-    (1 - gamma)``).
-    """
+    """TD3+BC: an actor and twin critics over normalised ``(observation, goal)``; actions learnt in
+    ``[-1, 1]`` (the box mapped linearly), critic targets clipped to the returns ``reward_range`` allows."""
 
     def __init__(
         self, s: Settings, o_norm: Normalizer, g_norm: Normalizer, action_space: spaces.Box, reward_range: tuple[float, float]

@@ -2,17 +2,12 @@
 
     python examples/rllte_ddpg_her.py [--env goalenvs/BitFlip-v0] [--env-kwargs '{"n_bits": 5, "continuous": true}']
                                       [--steps 4000] [--num-envs 2] [--num-goals 4] [--seed 0]
-                                      [--workdir runs/rllte]
 
-Needs rllte-core 1.0.1, which goalenvs does not install (``pip install --no-deps rllte-core``, then
-what its agents import: ``termcolor``, ``pynvml``, ``matplotlib``, ``torchvision``). rllte's
-off-policy loop (``OffPolicyAgent.train``) runs as it is; what rllte 1.0.1 lacks for a goal env under
-Gymnasium >= 1.0 is done here (docs/her.md, "With rllte", says why each is needed):
-:class:`TorchGoalVectorEnv` in place of rllte's ``Gymnasium2Torch`` (which wraps a vector env in a
-``gymnasium.Wrapper``, refused by Gymnasium 1.x); :class:`GoalObs`, so that rllte's loop can write a
-final observation into dict observations; and rllte's own Dict encoder and storage while DDPG is
-built, then ``agent.set(storage=HerReplayStorage(...))``. rllte's logs and model go under
-``--workdir`` (ignored by git); the script prints the deterministic policy's success rate.
+Needs rllte-core 1.0.1 (``pip install --no-deps rllte-core`` and what its agents import: termcolor,
+pynvml, matplotlib, torchvision). rllte's ``OffPolicyAgent.train`` runs unmodified; what rllte 1.0.1
+lacks for a goal env under Gymnasium 1.x is done here (docs/her.md, "With rllte", says why): the env
+wrapper :class:`TorchGoalVectorEnv`, :class:`GoalObs`, and rllte's own Dict encoder and storage
+while DDPG is built. Logs go under ``--workdir``; it prints the deterministic policy's success rate.
 """
 
 from __future__ import annotations
@@ -182,21 +177,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="goalenvs/BitFlip-v0")
     parser.add_argument("--env-kwargs", type=json.loads, default={"n_bits": 5, "continuous": True})
-    parser.add_argument("--steps", type=int, default=4000, help="env steps, all envs counted")
-    parser.add_argument("--init-steps", type=int, default=500, help="random steps before the first update")
-    parser.add_argument("--num-envs", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=256)
-    parser.add_argument("--storage-size", type=int, default=100_000)
-    parser.add_argument("--hidden-dim", type=int, default=256)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--discount", type=float, default=0.95)
-    parser.add_argument(
-        "--num-goals", type=int, default=4, help="relabelled transitions per real one (0: no HER)"
-    )
-    parser.add_argument("--eval-episodes", type=int, default=20)
-    parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workdir", type=Path, default=Path("runs/rllte"))
+    for name, default, what in (
+        ("steps", 4000, "env steps, all envs counted"), ("init-steps", 500, "random steps before the first update"),
+        ("num-envs", 2, ""), ("batch-size", 256, ""), ("storage-size", 100_000, ""), ("hidden-dim", 256, ""),
+        ("lr", 1e-3, ""), ("discount", 0.95, ""), ("num-goals", 4, "relabelled transitions per real one (0: no HER)"),
+        ("eval-episodes", 20, ""), ("threads", 1, "torch threads"), ("seed", 0, ""), ("workdir", Path("runs/rllte"), ""),
+    ):  # fmt: skip
+        parser.add_argument(f"--{name}", type=type(default), default=default, help=what or None)
     args = parser.parse_args(argv)
     th.set_num_threads(args.threads)
 

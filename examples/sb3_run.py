@@ -1,22 +1,13 @@
-"""A run of ``examples/train.py`` as it lives on disk, for ``train.py`` (which writes it) and ``enjoy.py``.
-
-* ``run.json``: what ran, read back with every value checked (:func:`read_run`).
-* Checkpoints (``checkpoints/<steps>/``, kept by ``examples/runfolder.py``): model and optimiser,
-  replay buffer, the training envs mid-episode, ``VecNormalize`` statistics, random states and the
-  curve so far (:func:`checkpoint_files`, :func:`load_checkpoint`).
-* The success evaluation: the deterministic policy on ``eval_episodes`` episodes side by side in one
-  vector env (:class:`EvalSuccess`), its curve in ``eval.csv`` and ``success.png``, the TensorBoard
-  events of ``--tensorboard`` (:func:`tensorboard_logger`) and a GIF of the policy (:func:`record`).
+"""A run of ``train.py`` on disk, for ``train.py`` (which writes it) and ``enjoy.py`` (which reads it):
+``run.json``, checked on reading; checkpoints; the success evaluation, its curve, TensorBoard events, a GIF.
 
 A resumed run is bit for bit the uninterrupted one; stable-baselines3's ``save`` / ``load`` alone is
-not, for four reasons, each handled here: (1) callbacks' ``on_step`` runs after ``env.step`` but
-before the transition is stored, so checkpoints are taken between rollouts (``on_rollout_start``);
-(2) ``load`` resets the envs, so they are pickled and loaded with ``force_reset=False`` and the
-buffer with ``truncate_last_traj=False`` (the episode goes on); (3) ``load`` re-seeds NumPy, torch
-and the action space from the initial seed, so their states are put back; (4) ``VecNormalize`` does
-not pickle its running returns, so they are kept too. Not kept, so not bit for bit: envs that do not
-pickle (refused when the run starts), an Ornstein-Uhlenbeck action noise (reset by every ``learn``)
-and the clocks (``wall_time_s``, ``cpu_time_s``).
+not, for four reasons, each handled here: (1) callbacks' ``on_step`` runs before the transition is
+stored, so checkpoints are taken between rollouts; (2) ``load`` resets the envs, so they are pickled
+and loaded with ``force_reset=False``, the buffer with ``truncate_last_traj=False``; (3) ``load``
+re-seeds NumPy, torch and the action space, so their states are put back; (4) ``VecNormalize`` does
+not pickle its running returns, so they are kept too. Not kept: envs that do not pickle (refused when
+the run starts), an Ornstein-Uhlenbeck noise (reset by every ``learn``) and the clocks.
 """
 
 from __future__ import annotations
@@ -142,20 +133,8 @@ def model_bytes(model: BaseAlgorithm) -> bytes:
     return buffer.getvalue()
 
 
-def writer(data: Callable[[], bytes]) -> Callable[[Path], None]:
-    """A function writing ``data()`` to the path it is given (the bytes are made when it is called)."""
-
-    def write(path: Path) -> None:
-        path.write_bytes(data())
-
-    return write
-
-
-def checkpoint_files(model: OffPolicyAlgorithm, extra: dict[str, Any]) -> dict[str, Callable[[Path], None]]:
-    """File name -> the function writing it, for ``RunFolder.save_checkpoint``; the state is taken now.
-
-    ``extra`` is kept in ``state.pkl`` (the evaluation curve and clocks).
-    """
+def checkpoint_files(model: OffPolicyAlgorithm, extra: dict[str, Any]) -> dict[str, Callable[[Path], Any]]:
+    """File name -> the function writing it, for ``RunFolder.save_checkpoint``; ``extra`` goes in ``state.pkl``."""
     normalizer = model.get_vec_normalize_env()
     venv = normalizer.venv if normalizer is not None else model.get_env()
     state: dict[str, Any] = {
@@ -166,15 +145,15 @@ def checkpoint_files(model: OffPolicyAlgorithm, extra: dict[str, Any]) -> dict[s
         "action_space": model.action_space.np_random.bit_generator.state,
         **extra,
     }
-    files: dict[str, Callable[[Path], None]] = {
+    files: dict[str, Callable[[Path], Any]] = {
         "model.zip": lambda path: model.save(path),
         "replay_buffer.pkl": lambda path: model.save_replay_buffer(path),
-        "env.pkl": writer(lambda: cloudpickle.dumps(venv)),
+        "env.pkl": lambda path: path.write_bytes(cloudpickle.dumps(venv)),
     }
     if normalizer is not None:
         state["vecnormalize_returns"] = normalizer.returns.copy()  # VecNormalize does not pickle them
-        files["vecnormalize.pkl"] = writer(lambda: pickle.dumps(normalizer))
-    files["state.pkl"] = writer(lambda: pickle.dumps(state))
+        files["vecnormalize.pkl"] = lambda path: path.write_bytes(pickle.dumps(normalizer))
+    files["state.pkl"] = lambda path: path.write_bytes(pickle.dumps(state))
     return files
 
 
@@ -264,13 +243,6 @@ def act(model: BaseAlgorithm, obs: dict[str, np.ndarray]) -> np.ndarray:
     return model.predict(inputs, deterministic=True)[0]
 
 
-def make_eval_envs(env_id: str, n_episodes: int, env_kwargs: dict[str, Any]) -> gym.vector.VectorEnv:
-    """One vector env for the evaluation episodes: all of them side by side where the env has a native
-    vector version (cheap), else at most 10 copies (100 MuJoCo Fetch envs would hold ~1 GB)."""
-    native = gym.spec(env_id).vector_entry_point is not None
-    return gym.make_vec(env_id, num_envs=n_episodes if native else min(n_episodes, 10), **env_kwargs)
-
-
 def evaluate(
     model: BaseAlgorithm, envs: gym.vector.VectorEnv, n_episodes: int, seed: int
 ) -> tuple[float, float]:
@@ -292,11 +264,8 @@ def evaluate(
             ended = running & (terminated | truncated)
             wave_success[ended] = np.asarray(info.get("is_success", np.zeros(width)), dtype=bool)[ended]
             running &= ~ended
-        count = min(width, n_episodes - first)
-        success[first : first + count], returns[first : first + count] = (
-            wave_success[:count],
-            wave_returns[:count],
-        )
+        success[first : first + width] = wave_success[: n_episodes - first]
+        returns[first : first + width] = wave_returns[: n_episodes - first]
     return float(success.mean()), float(returns.mean())
 
 
@@ -309,7 +278,10 @@ class EvalSuccess(BaseCallback):
 
     def __init__(self, run: dict[str, Any], write: Callable[[str, str], object]):
         super().__init__()
-        self.envs = make_eval_envs(run["env"], run["eval_episodes"], run["env_kwargs"])
+        # All episodes side by side where the env has a native vector env (cheap), else 10 copies at most
+        # (100 MuJoCo Fetch envs would hold ~1 GB).
+        n, native = run["eval_episodes"], gym.spec(run["env"]).vector_entry_point is not None
+        self.envs = gym.make_vec(run["env"], num_envs=n if native else min(n, 10), **run["env_kwargs"])
         self.n_episodes, self.eval_freq = run["eval_episodes"], run["eval_freq"]
         self.seed, self.write = run["seed"] + 10_000, write
         self.rows: list[dict[str, float]] = []
@@ -403,14 +375,10 @@ class _TensorBoard(TensorBoardOutputFormat):
 
 
 def tensorboard_logger(folder: Path, purge_step: int | None) -> Logger:
-    """The logger a run with ``--tensorboard`` trains with: stable-baselines3's scalars (and the
-    evaluations', ``eval/success_rate``) as TensorBoard events in the run's own ``folder``.
-
-    stable-baselines3 picks ``<tb_log_name>_<N>`` itself and, on a resumed ``learn``, goes on in the
-    highest N there, which may be another run's: here the run's folder is chosen once, kept in run.json,
-    and a resumed run goes on in it with ``purge_step`` (TensorBoard then hides what a stopped session
-    wrote after the checkpoint, so no step is shown twice; no file is removed).
-    """
+    """stable-baselines3's scalars (and ``eval/success_rate``) as TensorBoard events in the run's own
+    ``folder``, chosen once and kept in run.json (stable-baselines3 itself goes on in the highest
+    ``<name>_<N>``, maybe another run's). A resumed run goes on there with ``purge_step``: TensorBoard
+    hides what a stopped session wrote after the checkpoint, so no step shows twice."""
     return Logger(str(folder), [_TensorBoard(folder, purge_step)])
 
 

@@ -6,19 +6,13 @@
     python examples/train.py --env goalenvs/FetchPush-v0 --save-freq 50000   # checkpoints; after a crash:
     python examples/train.py --resume runs/FetchPush-v0_tqc_s0                # goes on from the last one
 
-Hyperparameters come from ``examples/hyperparams/<algo>.yml`` (the RL Zoo's layout and keys, read and
-checked by ``examples/zoo_conf.py``), so the same files run under ``python -m rl_zoo3.train``;
-options override them. Writes to ``--output`` (default ``runs/<env>_<algo>_s<seed>``): ``model.zip``,
-``run.json`` (what ran, by which commands), ``eval.csv`` (the deterministic policy's success over
-``--eval-episodes`` episodes) and its plot ``success.png``, ``vecnormalize.pkl`` where the file asks
-for ``normalize``, ``policy.gif`` for envs that render. ``--save-freq N`` checkpoints every N steps,
-``--stop-at N`` checkpoints and stops, ``--resume RUN_DIR`` goes on from the latest checkpoint bit for
-bit (``examples/sb3_run.py`` says how). The folder follows ``examples/runfolder.py``'s rules: settings
-checked before the first write, one process per folder, ``--force`` removes only a run's own files,
-every file written aside and renamed. A mistake or a damaged file ends with one line and exit status
-2; Ctrl-C or SIGTERM with one line saying where to resume from (130); a failed write with one line (1).
-Torch uses ``--threads`` intra-op threads (default 1: these networks are small, and parallel jobs then
-do not fight over the cores).
+Hyperparameters come from ``examples/hyperparams/<algo>.yml`` (the RL Zoo's layout, so the same files
+run under ``python -m rl_zoo3.train``; checked by ``zoo_conf.py``); options override them. ``--output``
+(default ``runs/<env>_<algo>_s<seed>``) gets ``model.zip``, ``run.json``, ``eval.csv`` and its plot
+``success.png`` (the deterministic policy's success), ``vecnormalize.pkl`` and ``policy.gif`` where
+they apply, and the checkpoints of ``--save-freq`` / ``--stop-at``, which ``--resume`` goes on from bit
+for bit (``sb3_run.py``). The folder follows ``runfolder.py``'s rules. A mistake or a damaged file ends
+with one line and exit status 2, Ctrl-C or SIGTERM with one line saying where to resume from (130).
 """
 
 from __future__ import annotations
@@ -105,23 +99,14 @@ def json_object(text: str) -> dict[str, Any]:
 
 
 def device_name(text: str) -> str:
-    """An argparse type: a torch device that exists here (a missing GPU is an error, not the CPU)."""
-    accepted = ["auto", "cpu"] + (["cuda", "cuda:N"] if torch.cuda.is_available() else [])
-    if text in ("auto", "cpu"):
+    """An argparse type: a torch device that exists here (a missing GPU is an error, not a silent CPU run)."""
+    n_cuda, mps = torch.cuda.device_count(), torch.backends.mps.is_available()
+    accepted = ["auto", "cpu", *(["cuda", "cuda:N"] if n_cuda else []), *(["mps"] if mps else [])]
+    cuda = re.fullmatch(r"cuda(?::(\d+))?", text)
+    if text in ("auto", "cpu") or (text == "mps" and mps) or (cuda and int(cuda.group(1) or 0) < n_cuda):
         return text
-    if re.fullmatch(r"cuda(:\d+)?", text):
-        if not torch.cuda.is_available():
-            why = "this torch is a CPU-only build" if torch.version.cuda is None else "no CUDA GPU is visible"
-            raise argparse.ArgumentTypeError(f"{text!r} is not available ({why}); accepted here: {accepted}")
-        index = int(text.partition(":")[2] or 0)
-        if index >= torch.cuda.device_count():
-            raise argparse.ArgumentTypeError(
-                f"{text!r}: there are {torch.cuda.device_count()} CUDA devices; accepted: {accepted}"
-            )
-        return text
-    if text == "mps" and torch.backends.mps.is_available():
-        return text
-    raise argparse.ArgumentTypeError(f"{text!r} is not a torch device available here; accepted: {accepted}")
+    why = (f" ({n_cuda} CUDA GPUs)" if torch.version.cuda else " (a CPU-only torch)") if cuda else ""
+    raise argparse.ArgumentTypeError(f"{text!r} is not available{why}; accepted here: {accepted}")
 
 
 def build_parser() -> ArgumentParser:
@@ -133,11 +118,7 @@ def build_parser() -> ArgumentParser:
     add("--algo", choices=sorted(algorithms()), help="default: dqn for BitFlip, tqc otherwise")
     add("--timesteps", type=integer(1), help="default: n_timesteps of the hyperparameter file")
     add("--seed", type=integer(0, 2**32 - 1), help="default 0")
-    add(
-        "--n-envs",
-        type=integer(1),
-        help="parallel envs (Fetch: its native vector env); default from the file, else 1",
-    )
+    add("--n-envs", type=integer(1), help="parallel envs (default: the file's, else 1)")
     add("--strategy", choices=["future", "final", "episode"], help="HER goal selection")
     add("--n-sampled-goal", type=integer(0), help="HER relabelled goals per real one (k)")
     add("--env-kwargs", type=json_object, help="JSON object, e.g. '{\"n_bits\": 20}'")
@@ -318,11 +299,7 @@ def settings(run: Mapping[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------- the run
 def build_model(run: dict[str, Any], device: str, tensorboard_log: Path | None = None) -> OffPolicyAlgorithm:
-    """The algorithm of a new run; what its constructor refuses is one line naming the hyperparameter file.
-
-    ``tensorboard_log``: stable-baselines3's own option (kept in the model); the run's logger is set
-    to the run's own folder in it by :func:`tensorboard_logger`.
-    """
+    """The algorithm of a new run; what its constructor refuses is one line naming the hyperparameter file."""
     params = evaluate_entry(run["hyperparams"])
     normalize = params.pop("normalize", False)
     for key in ("n_timesteps", "n_envs", "env_kwargs"):
@@ -459,8 +436,8 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
 def open_tensorboard(
     run: dict[str, Any], args: argparse.Namespace, model: OffPolicyAlgorithm, resumed: bool
 ) -> Logger | None:
-    """With ``--tensorboard`` (or a resumed run that had it): the run's TensorBoard folder (made in DIR
-    for a new run, or one that had none; recorded in ``run``) and the model's logger writing there."""
+    """With ``--tensorboard`` (or a resumed run that had it): the model's logger writing to the run's
+    TensorBoard folder (made in DIR, recorded in ``run``, unless the run has one)."""
     if run["tensorboard"] is None and args.tensorboard is not None:
         run["tensorboard"] = str(make_numbered_folder(args.tensorboard, Path(run["output"]).resolve().name))
     if run["tensorboard"] is None:

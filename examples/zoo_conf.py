@@ -1,9 +1,7 @@
 """The RL Zoo's hyperparameter files for ``examples/train.py``: read, checked key by key, parsed.
 
-``examples/hyperparams/<algo>.yml`` holds one entry per env id, in the RL Zoo's layout and with its
-keys, so the same files run under ``python -m rl_zoo3.train``. Every key is checked before a run
-writes anything: a number against its range (``HYPERPARAM_RANGES``), a word or list against what the
-algorithm takes, a Python-valued string by parsing it (no ``eval``: only the forms of
+Every key is checked before a run writes anything: a number against its range, a word or list against
+what the algorithm takes, a Python-valued string by parsing it (no ``eval``: only the forms of
 :data:`PYTHON_FORMS`); a mistake is one :class:`RunError` line naming the file, the entry and the key.
 """
 
@@ -53,12 +51,8 @@ _HER_BUFFER_FORMS = ("HerReplayBuffer", "her.HerReplayBuffer", "__import__('her'
 
 
 def parse_value(text: str) -> Any:
-    """The value of a Python-valued string of a hyperparameter file, without ``eval``.
-
-    Accepts :data:`PYTHON_FORMS` and, for ``replay_buffer_class``, ``HerReplayBuffer`` written as
-    the RL Zoo's files do (``"__import__('her').HerReplayBuffer"``); raises ``ValueError`` naming
-    what is not accepted (a ``SyntaxError`` for text that is not an expression).
-    """
+    """A Python-valued string of :data:`PYTHON_FORMS` (or ``HerReplayBuffer`` as the RL Zoo writes it),
+    parsed without ``eval``; ``ValueError`` or ``SyntaxError`` for anything else."""
     if " ".join(text.split()) in _HER_BUFFER_FORMS:
         return HerReplayBuffer
     return _parse_node(ast.parse(text.strip(), filename="<string>", mode="eval").body)
@@ -67,13 +61,9 @@ def parse_value(text: str) -> Any:
 def _parse_node(node: ast.expr) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool, type(None))):
         return node.value
-    if (
-        isinstance(node, ast.UnaryOp)
-        and isinstance(node.op, ast.USub)
-        and isinstance(node.operand, ast.Constant)
-    ):
-        number = node.operand.value
-        if isinstance(number, (int, float)) and not isinstance(number, bool):
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        number: Any = getattr(node.operand, "value", None)  # a Constant's
+        if type(number) in (int, float):
             return -number
     if isinstance(node, (ast.List, ast.Tuple)):
         items = [_parse_node(item) for item in node.elts]
@@ -197,12 +187,8 @@ def check_her_settings(values: Mapping[str, Any], where: str) -> None:
 
 
 def check_hyperparams(entry: Mapping[str, Any], algo: str, algo_class: type, where: str) -> dict[str, Any]:
-    """``entry`` (for ``algo``, built by ``algo_class``) checked key by key, raising :class:`RunError`
-    naming ``where`` and the key.
-
-    ``where`` names the source and ends in ``", key"``: ``"argument --conf-file: dqn.yml, entry
-    'goalenvs/BitFlip-v0', key"``. Returns it with whole floats of integer keys as ints (YAML's ``n_timesteps: !!float 1e4``).
-    """
+    """``entry`` checked key by key (a :class:`RunError` naming ``where``, e.g. ``"argument --conf-file:
+    dqn.yml, entry 'goalenvs/BitFlip-v0', key"``); returned with whole floats of integer keys as ints."""
     accepted = set(inspect.signature(algo_class).parameters) - {"self", *SET_HERE}
     accepted |= set(OWN_KEYS)
     unknown = sorted(set(entry) - accepted)
