@@ -216,8 +216,7 @@ def check_hyperparams(entry: Mapping[str, Any], algo: str, algo_class: type, whe
                 value = parse_value(params[key])
             except (SyntaxError, ValueError) as exc:
                 forms = f"{PYTHON_FORMS} ({describe_error(exc)})"
-                if key == "replay_buffer_class":
-                    forms = HER_BUFFER_ACCEPTED
+                forms = HER_BUFFER_ACCEPTED if key == "replay_buffer_class" else forms
                 raise not_accepted(where, key, params[key], forms) from None
         else:
             value = params[key]
