@@ -181,9 +181,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ("steps", 4000, "env steps, all envs counted"), ("init-steps", 500, "random steps before the first update"),
         ("num-envs", 2, ""), ("batch-size", 256, ""), ("storage-size", 100_000, ""), ("hidden-dim", 256, ""),
         ("lr", 1e-3, ""), ("discount", 0.95, ""), ("num-goals", 4, "relabelled transitions per real one (0: no HER)"),
-        ("eval-episodes", 20, ""), ("threads", 1, "torch threads"), ("seed", 0, ""), ("workdir", Path("runs/rllte"), ""),
+        ("eval-episodes", 20, ""), ("seed", 0, ""), ("workdir", Path("runs/rllte"), ""),
     ):  # fmt: skip
         parser.add_argument(f"--{name}", type=type(default), default=default, help=what or None)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
     args = parser.parse_args(argv)
     th.set_num_threads(args.threads)
 
