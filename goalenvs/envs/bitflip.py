@@ -31,26 +31,35 @@ IMAGE_SIDE = 36
 MAX_INTEGER_BITS = 62
 
 _U64 = np.uint64
-_GOLDEN = _U64(0x9E3779B97F4A7C15)
-_MIX1 = _U64(0xBF58476D1CE4E5B9)
-_MIX2 = _U64(0x94D049BB133111EB)
-_SHIFT27, _SHIFT30, _SHIFT31 = _U64(27), _U64(30), _U64(31)
-_ONE_F32 = np.float32(1)
-_ONE_U8 = np.uint8(1)
-_ONE_I64 = np.int64(1)
+
+
+def _constant(value: int, dtype: type) -> np.ndarray:
+    """A read-only 0-d array: as an operand of an array operation it costs a third of a numpy scalar
+    (no scalar-to-array conversion), which is most of what a step of a small batch spends."""
+    array: np.ndarray = np.array(value, dtype)
+    array.flags.writeable = False
+    return array
+
+
+_GOLDEN = _constant(0x9E3779B97F4A7C15, _U64)
+_MIX1 = _constant(0xBF58476D1CE4E5B9, _U64)
+_MIX2 = _constant(0x94D049BB133111EB, _U64)
+_SHIFT27, _SHIFT30, _SHIFT31 = _constant(27, _U64), _constant(30, _U64), _constant(31, _U64)
+_ONE_F32 = _constant(1, np.float32)
+_ONE_U8 = _constant(1, np.uint8)
+_ONE_I64 = _constant(1, np.int64)
+_ONE_U64 = _constant(1, _U64)
+_NO_ROWS = np.zeros(0, np.intp)
+_NO_ROWS.flags.writeable = False
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
     """SplitMix64 finalizer on a uint64 array: a bijective hash with good avalanche (wraps mod 2**64)."""
     z = x + _GOLDEN
-    # In place on the one new array, with the shifts as uint64 constants: fewer allocations and
-    # conversions for each of the small draws an episode start makes.
-    z ^= z >> _SHIFT30
-    z *= _MIX1
-    z ^= z >> _SHIFT27
-    z *= _MIX2
-    z ^= z >> _SHIFT31
-    return z
+    # New arrays, not in place: numpy's in-place operations on a small array cost several times more.
+    z = (z ^ (z >> _SHIFT30)) * _MIX1
+    z = (z ^ (z >> _SHIFT27)) * _MIX2
+    return z ^ (z >> _SHIFT31)
 
 
 def seed_keys(seeds: np.ndarray) -> np.ndarray:
@@ -204,11 +213,13 @@ class BitFlipTask(Task):
         """
         n = self.n_bits
         bits = random_bits(keys, counters, 2 * n)  # goal and state in one draw
-        counters = counters + _U64(1)
+        counters = counters + _ONE_U64
         goal = bits[:, :n] if self.random_goal else np.ones((len(keys), n), np.uint8)
         state = bits[:, n:]
         state, goal = state.copy(), goal.copy()  # contiguous, and not views of one draw
-        redraw = np.flatnonzero(rows_equal(state, goal))
+        same = rows_equal(state, goal)
+        # count_nonzero costs a fraction of flatnonzero, and a redraw is rare.
+        redraw = np.flatnonzero(same) if np.count_nonzero(same) else _NO_ROWS
         while redraw.size:  # rejection sampling: one more round for a fraction 2**-n_bits of the envs
             state[redraw] = random_bits(keys[redraw], counters[redraw], n)
             counters[redraw] += _U64(1)
@@ -401,7 +412,8 @@ class BitFlipTask(Task):
             state.bits[skip] = before
         else:
             self.flip(state.bits, actions)
-        state.steps += _ONE_I64  # a numpy one: adding a Python int costs a conversion per step
+        # A new array: for a small batch, numpy's in-place addition costs more.
+        state.steps = state.steps + _ONE_I64
 
     def observe(self, state: BitFlipState) -> dict[str, np.ndarray]:
         return self.observe_bits(state.bits, state.goal)
