@@ -229,14 +229,17 @@ def first_obs(obs: Obs) -> Obs:
     return {key: value[0] for key, value in obs.items()}
 
 
+#: The dtype characters of bool, int64 and float64, the dtypes numpy batches Python scalars to.
+_PYTHON_SCALAR_CHARS = "".join(np.dtype(t).char for t in (np.bool_, np.int64, np.float64))
+
+
 def _scalar(value: np.ndarray) -> Any:
     """Row 0 of an info array as a single env reports it: a Python scalar where numpy batches it back
     to the same dtype (bool, int64, float64), else the numpy scalar (float32 stays float32), so that a
     ``SyncVectorEnv`` of single envs gives the vector env's dtypes."""
-    item = value[0]
-    if value.dtype.kind == "b" or value.dtype == np.int64 or value.dtype == np.float64:
-        return item.item()
-    return item
+    if value.dtype.char in _PYTHON_SCALAR_CHARS:
+        return value.item(0)
+    return value[0]
 
 
 def first_info(info: dict[str, Any]) -> dict[str, Any]:
@@ -250,9 +253,9 @@ def first_scored(scored: Scored) -> tuple[dict[str, Any], float, bool, bool]:
     info, reward, terminated, truncated = scored
     return (
         first_info(info),
-        float(reward[0]),
-        bool(terminated[0]),
-        bool(truncated[0]),
+        float(reward.item(0)),
+        bool(terminated.item(0)),
+        bool(truncated.item(0)),
     )
 
 

@@ -31,18 +31,35 @@ IMAGE_SIDE = 36
 MAX_INTEGER_BITS = 62
 
 _U64 = np.uint64
-_GOLDEN = _U64(0x9E3779B97F4A7C15)
-_MIX1 = _U64(0xBF58476D1CE4E5B9)
-_MIX2 = _U64(0x94D049BB133111EB)
-_MINUS_ONE = np.float32(-1)
+
+
+def _constant(value: int, dtype: type) -> np.ndarray:
+    """A read-only 0-d array: as an operand of an array operation it costs a third of a numpy scalar
+    (no scalar-to-array conversion), which is most of what a step of a small batch spends."""
+    array: np.ndarray = np.array(value, dtype)
+    array.flags.writeable = False
+    return array
+
+
+_GOLDEN = _constant(0x9E3779B97F4A7C15, _U64)
+_MIX1 = _constant(0xBF58476D1CE4E5B9, _U64)
+_MIX2 = _constant(0x94D049BB133111EB, _U64)
+_SHIFT27, _SHIFT30, _SHIFT31 = _constant(27, _U64), _constant(30, _U64), _constant(31, _U64)
+_ONE_F32 = _constant(1, np.float32)
+_ONE_U8 = _constant(1, np.uint8)
+_ONE_I64 = _constant(1, np.int64)
+_ONE_U64 = _constant(1, _U64)
+_NO_ROWS = np.zeros(0, np.intp)
+_NO_ROWS.flags.writeable = False
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
     """SplitMix64 finalizer on a uint64 array: a bijective hash with good avalanche (wraps mod 2**64)."""
     z = x + _GOLDEN
-    z = (z ^ (z >> _U64(30))) * _MIX1
-    z = (z ^ (z >> _U64(27))) * _MIX2
-    return z ^ (z >> _U64(31))
+    # New arrays, not in place: numpy's in-place operations on a small array cost several times more.
+    z = (z ^ (z >> _SHIFT30)) * _MIX1
+    z = (z ^ (z >> _SHIFT27)) * _MIX2
+    return z ^ (z >> _SHIFT31)
 
 
 def seed_keys(seeds: np.ndarray) -> np.ndarray:
@@ -79,7 +96,8 @@ def rows_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             # A numpy bool standing for the 0-d result (as info_values' scalars do): cheaper than a 0-d array.
             return cast(np.ndarray, np.bool_(a.tobytes() == b.tobytes()))
         if a.size == a.shape[-1]:  # a batch of one row
-            return np.full(a.shape[:-1], a.tobytes() == b.tobytes())
+            equal = a.tobytes() == b.tobytes()
+            return np.array([equal]) if a.ndim == 2 else np.full(a.shape[:-1], equal)
         row = np.dtype((np.void, a.shape[-1] * a.itemsize))
         return (a.view(row) == b.view(row))[..., 0]
     return (a == b).all(axis=-1)
@@ -195,11 +213,13 @@ class BitFlipTask(Task):
         """
         n = self.n_bits
         bits = random_bits(keys, counters, 2 * n)  # goal and state in one draw
-        counters = counters + _U64(1)
+        counters = counters + _ONE_U64
         goal = bits[:, :n] if self.random_goal else np.ones((len(keys), n), np.uint8)
         state = bits[:, n:]
         state, goal = state.copy(), goal.copy()  # contiguous, and not views of one draw
-        redraw = np.flatnonzero(rows_equal(state, goal))
+        same = rows_equal(state, goal)
+        # count_nonzero costs a fraction of flatnonzero, and a redraw is rare.
+        redraw = np.flatnonzero(same) if np.count_nonzero(same) else _NO_ROWS
         while redraw.size:  # rejection sampling: one more round for a fraction 2**-n_bits of the envs
             state[redraw] = random_bits(keys[redraw], counters[redraw], n)
             counters[redraw] += _U64(1)
@@ -215,8 +235,11 @@ class BitFlipTask(Task):
             return
         if actions.dtype.kind not in "iu":
             _refuse_discrete(actions, name, "one integer" if name == "action" else "integers")
-        # One pass for both bounds: a negative index wraps to a huge unsigned value.
-        if (actions.astype(np.uint64, copy=False) >= self.n_bits).any():
+        if actions.size == 1:  # one action (every step of a single env): one Python comparison
+            refused = not 0 <= actions.item() < self.n_bits
+        else:  # one pass for both bounds: a negative index wraps to a huge unsigned value
+            refused = bool((actions.astype(np.uint64, copy=False) >= self.n_bits).any())
+        if refused:
             _refuse_discrete(actions, name, f"in [0, {self.n_bits})")
 
     def flip(self, state: np.ndarray, actions: np.ndarray) -> None:
@@ -229,7 +252,10 @@ class BitFlipTask(Task):
             state ^= actions > 0
             return
         flat = state.reshape(-1)  # state is C-contiguous: bit j of env i is element i * n_bits + j
-        flat[actions + self._row_starts(len(state))] ^= 1
+        index = actions + self._row_starts(len(state))
+        # A gather and a scatter (no index repeats) with a 0-d one: for a batch of one, half the cost
+        # of ``flat[index] ^= 1``, and no more for a large batch.
+        flat[index] = flat[index] ^ _ONE_U8
 
     def _row_starts(self, n_envs: int) -> np.ndarray:
         starts = self._starts_cache.get(n_envs)
@@ -293,15 +319,18 @@ class BitFlipTask(Task):
         if ag.shape != dg.shape:
             raise ValueError(f"achieved_goal {ag.shape} and desired_goal {dg.shape} must have the same shape")
         ag, dg = self._check_goal(ag, "achieved_goal"), self._check_goal(dg, "desired_goal")
-        if self.obs_type == "image":
-            success = rows_equal(self._decode_checked(ag), self._decode_checked(dg))
-        elif self.obs_type == "integer":
-            success = ag == dg
-        else:  # bits are a canonical encoding: compare them as they are
-            success = rows_equal(ag, dg)
+        success = self._success_checked(ag, dg)
         if ag.dtype.kind == "f" or dg.dtype.kind == "f":
             success = success & self._finite(ag) & self._finite(dg)
         return success
+
+    def _success_checked(self, ag: np.ndarray, dg: np.ndarray) -> np.ndarray:
+        """:meth:`is_success` of goals of one shape that ``_check_goal`` has passed, NaN aside."""
+        if self.obs_type == "image":
+            return rows_equal(self._decode_checked(ag), self._decode_checked(dg))
+        if self.obs_type == "integer":
+            return cast(np.ndarray, ag == dg)
+        return rows_equal(ag, dg)  # bits are a canonical encoding: compare them as they are
 
     def _finite(self, goal: np.ndarray) -> np.ndarray:
         """Whether every number of each goal (checked shape) is finite: bool of ``batch_shape``."""
@@ -310,8 +339,8 @@ class BitFlipTask(Task):
     @staticmethod
     def reward_of(success: Any) -> Any:
         """The reward of success flags: 0 on success, -1 otherwise (float32, scalar or array)."""
-        # np.float32(x) casts a bool scalar or array alike, and is cheaper than .astype on a scalar.
-        return np.float32(success) + _MINUS_ONE
+        # One ufunc: a bool minus a float32 one is float32 (1 - 1 = +0.0, 0 - 1 = -1), scalar or array.
+        return success - _ONE_F32
 
     @property
     def _step_limit(self) -> int:
@@ -384,7 +413,8 @@ class BitFlipTask(Task):
             state.bits[skip] = before
         else:
             self.flip(state.bits, actions)
-        state.steps += 1
+        # A new array: for a small batch, numpy's in-place addition costs more.
+        state.steps = state.steps + _ONE_I64
 
     def observe(self, state: BitFlipState) -> dict[str, np.ndarray]:
         return self.observe_bits(state.bits, state.goal)
@@ -392,7 +422,8 @@ class BitFlipTask(Task):
     def score(self, state: BitFlipState, obs: dict[str, np.ndarray]) -> Any:
         # compute_terminated is is_success; the reward and the time limit follow from it and from the
         # step counts through the functions compute_reward / compute_truncated use.
-        success = self.is_success(obs["achieved_goal"], obs["desired_goal"])
+        # observe's goals have the checked shapes and integer dtypes: is_success without the checks.
+        success = self._success_checked(obs["achieved_goal"], obs["desired_goal"])
         steps = state.steps.copy()
         info = {"elapsed_steps": steps, "is_success": success}
         return info, self.reward_of(success), success.copy(), self.truncated_at(steps)
