@@ -766,11 +766,14 @@ class Run:
             import ctypes
             from datetime import timedelta
 
+            import torch
             import torch.distributed as dist
 
             with contextlib.suppress(OSError, AttributeError):  # Linux: stop when torchrun is killed
                 ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-            dist.init_process_group("gloo", timeout=timedelta(seconds=300))
+            # NCCL sums what lives on a GPU (--device cuda's gradients), gloo what lives on the CPU.
+            backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+            dist.init_process_group(backend, timeout=timedelta(seconds=300))
         try:
             return body()
         finally:

@@ -211,9 +211,6 @@ def test_run_writes_curve_plot_checkpoint_and_gif(tmp_path: Path) -> None:
         nets.load_policy(out)
 
 
-@pytest.mark.xfail(
-    strict=True, reason="HerStorage pickles its whole capacity until the her branch's storage lands"
-)
 def test_a_checkpoint_holds_what_was_stored_not_the_storage_capacity(tmp_path: Path) -> None:
     """A 400-step run with room for 200k transitions: its checkpoint is the size of 400 steps."""
     out = tmp_path / "run"
