@@ -457,7 +457,9 @@ def main(argv: list[str] | None = None) -> float:
     run = Run(SCRIPT, OUTPUTS, Config, CONF_FILE, FREE_ON_RESUME, TIMERS)
 
     def body() -> float:
-        cfg, args = run.start(argv, output, check)
+        cfg, args = run.start(
+            argv, lambda cfg: Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}", check
+        )
         cfg = cfg if args.evaluate is None else replace(cfg, eval_episodes=args.evaluate)
         t = Trainer(cfg, run.rank, run.size, args.env_threads, track=run.tracking)
         t.timers = t.agent.timers = run.timers
@@ -476,10 +478,6 @@ def main(argv: list[str] | None = None) -> float:
         return success
 
     return run.main(body)
-
-
-def output(cfg: Config) -> Path:
-    return Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"
 
 
 def check(cfg: Config, workers: int) -> None:
