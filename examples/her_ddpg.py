@@ -1,13 +1,7 @@
-"""DDPG + HER as in the HER paper (Andrychowicz et al., 2017; Plappert et al., 2018), on ``her.HerStorage``.
-
-    python examples/her_ddpg.py --env goalenvs/FetchPush-v0 --seed 0
-    python examples/her_ddpg.py --resume runs/FetchPush-v0_ddpg_s0          # continue a stopped run
-    torchrun --standalone --nproc-per-node 2 examples/her_ddpg.py --env goalenvs/FetchPush-v0   # 2 workers
-
-Read it top to bottom: the settings, the networks and their update, what one worker collects and
-evaluates, then the loop. The run folder (lock, checkpoints, resume, curve, one-line exits) is
-``examples/runfolder.py``'s; docs/training.md says what each setting does and what the runs gave.
-"""
+"""DDPG + HER as in the HER paper (Andrychowicz et al., 2017; Plappert et al., 2018), on ``her.HerStorage``,
+top to bottom: the settings, the networks and their update, what one worker collects and evaluates, the loop.
+``python examples/her_ddpg.py --env goalenvs/FetchPush-v0`` (``--resume RUN_DIR`` goes on; ``torchrun``: workers).
+docs/training.md says what each setting does; examples/runfolder.py keeps the run folder."""
 
 from __future__ import annotations
 
@@ -36,8 +30,7 @@ COUNT = Range(int, 1)
 
 
 def native_bf16() -> bool:
-    """Whether this CPU computes bfloat16 matrix products in hardware (AVX-512 BF16 or AMX): there the
-    hidden layers run several times faster than in float32; elsewhere oneDNN emulates it, far slower."""
+    """Whether this CPU multiplies bfloat16 in hardware (AVX-512 BF16, AMX): else it is emulated, far slower."""
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's own probes
     return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
 
@@ -59,9 +52,7 @@ class Config:
     layers: int = setting(3, COUNT)
     lr_actor: float = setting(1e-3, POSITIVE)
     lr_critic: float = setting(1e-3, POSITIVE)
-    gamma: float = setting(
-        0.98, Range(float, 0.0, 1.0, high_open=True)
-    )  # critic targets in [-1/(1-gamma), 0]
+    gamma: float = setting(0.98, Range(float, 0.0, 1.0, high_open=True))  # targets in [-1/(1-gamma), 0]
     polyak: float = setting(0.95, SHARE)  # the target networks' move per cycle: 1 - polyak of the way
     # The greedy policy (evaluations, the GIF) is a running average of the actor moved 1 - policy_polyak
     # of the way every cycle; 0: the actor itself (the HER paper's). Exploration acts with the actor.
@@ -78,6 +69,7 @@ class Config:
     fused_adam: bool = setting(True, bool)  # Adam in one pass over the weights
     flush_denormals: bool = setting(True, bool)  # Adam's subnormals read as zero, as TensorFlow's were
     threads: int = setting(1, COUNT)  # torch threads per worker
+    device: str = setting("cpu", ("cpu", "cuda"))  # where the networks and batches live
 
 
 FREE_ON_RESUME = ("epochs", "threads")  # what a resumed run may change: how it computes, not what it learns
@@ -105,19 +97,16 @@ def all_sum(array: np.ndarray) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------------ networks
 class Agent:
-    """Actor, critic, their targets and Adam optimisers, and the input normalisers.
-
-    Under ``torchrun`` each worker computes the gradient of its ``weight`` (share) of the global batch;
-    ``dist.all_reduce`` sums them into the global batch's gradient, so every worker takes the same step.
-    """
+    """Actor, critic, their targets, optimisers and input normalisers. Under ``torchrun`` each worker's gradient
+    of its ``weight`` (share) of the batch is summed by ``dist.all_reduce``: every worker takes the same step."""
 
     def __init__(self, cfg: Config, obs_dim: int, goal_dim: int, act_dim: int, weight: float = 1.0) -> None:
         self.cfg, self.weight, self.timers = cfg, weight, Timers(TIMERS)
         self.o_norm = Normalizer(obs_dim, cfg.norm_eps, cfg.norm_clip)
         self.g_norm = Normalizer(goal_dim, cfg.norm_eps, cfg.norm_clip)
         n_in = obs_dim + goal_dim
-        self.actor = MLP(n_in, act_dim, cfg.hidden, cfg.layers, cfg.bf16)
-        self.critic = MLP(n_in + act_dim, 1, cfg.hidden, cfg.layers, cfg.bf16)
+        self.actor = MLP(n_in, act_dim, cfg.hidden, cfg.layers, cfg.bf16).to(cfg.device)
+        self.critic = MLP(n_in + act_dim, 1, cfg.hidden, cfg.layers, cfg.bf16).to(cfg.device)
         self.actor_target = copy.deepcopy(self.actor).requires_grad_(False)
         self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
         self.greedy = copy.deepcopy(self.actor).requires_grad_(False) if cfg.policy_polyak > 0 else self.actor
@@ -137,24 +126,20 @@ class Agent:
         return self.tensor(np.concatenate([o, g], axis=1, dtype=np.float32))
 
     def tensor(self, array: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+        return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)).to(self.cfg.device)
 
     def pi(self, obs: np.ndarray, goal: np.ndarray, greedy: bool = True) -> np.ndarray:
         """The greedy policy's actions in [-1, 1] (``greedy=False``: the actor's, which exploration uses)."""
         with torch.no_grad():
-            return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).numpy()
+            return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).cpu().numpy()
 
     def update(self, batch: dict[str, Any]) -> None:
         self.updates([batch])
 
     def updates(self, batches: Iterable[dict[str, Any]]) -> None:
-        """One critic and then one actor Adam step on each batch in turn.
-
-        With workers, each step's gradient sum runs (async) while the next work that does not need it is
-        done: the critic's loss needs only the target networks, so the actor's sum overlaps the next
-        critic gradient and the critic's sum overlaps drawing the next batch. The bits are those of the
-        plain order.
-        """
+        """One critic and then one actor Adam step on each batch in turn. With workers each gradient sum runs
+        while later work that does not need it is done (the actor's overlaps the next critic gradient, the
+        critic's the next batch's draw); the bits are those of the plain order."""
         actor_step: Callable[[], None] = lambda: None  # noqa: E731  (the last batch's, awaiting its sum)
         batches = iter(batches)
         ahead = self.targets(next(batches, None))
@@ -177,8 +162,8 @@ class Agent:
         actor_step()
 
     def backward(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> Callable[[], None]:
-        """Backward into network ``which``'s gradients (0: critic, 1: actor), their sum over the workers
-        started; the returned call waits for it and takes the Adam step."""
+        """Backward into network ``which``'s (0: critic, 1: actor) gradients, their sum over the workers
+        started; the returned call waits for it and steps."""
         opt.zero_grad(set_to_none=not self.grads)  # with workers: keep the .grad views into the buffer
         loss.backward()
         if not self.grads:
@@ -193,8 +178,7 @@ class Agent:
         return step
 
     def step(self, opt: torch.optim.Optimizer) -> None:
-        """Adam's step, with subnormal floats read and written as zero under ``flush_denormals``: late in a
-        run the second moments of tiny gradients are subnormal, and every operation on them is slow."""
+        """Adam's step; ``flush_denormals``: late in a run tiny second moments are subnormal, and slow."""
         torch.set_flush_denormal(self.cfg.flush_denormals)
         try:
             opt.step()
@@ -218,10 +202,8 @@ class Agent:
 
     def update_targets(self) -> None:
         """Move the target networks (and the averaged greedy policy) towards the networks."""
-        moves = [
-            (self.actor, self.actor_target, self.cfg.polyak),
-            (self.critic, self.critic_target, self.cfg.polyak),
-        ]
+        polyak = self.cfg.polyak
+        moves = [(self.actor, self.actor_target, polyak), (self.critic, self.critic_target, polyak)]
         if self.greedy is not self.actor:
             moves.append((self.actor, self.greedy, self.cfg.policy_polyak))
         with torch.no_grad():
@@ -229,20 +211,18 @@ class Agent:
                 for p, tp in zip(net.parameters(), target.parameters(), strict=True):
                     tp.mul_(polyak).add_(p, alpha=1.0 - polyak)
 
-    NETS = ("actor", "critic", "actor_target", "critic_target", "actor_opt", "critic_opt")
+    def parts(self) -> dict[str, Any]:
+        """What a checkpoint keeps of the agent, by name, besides the normalisers."""
+        names = ("actor", "critic", "actor_target", "critic_target", "actor_opt", "critic_opt")
+        return {n: getattr(self, n) for n in names} | ({"actor_average": self.greedy} if self.greedy is not self.actor else {})  # fmt: skip
 
     def state_dict(self) -> dict[str, Any]:
-        state = {name: getattr(self, name).state_dict() for name in self.NETS}
-        state["normalizers"] = (self.o_norm.state_dict(), self.g_norm.state_dict())
-        if self.greedy is not self.actor:
-            state["actor_average"] = self.greedy.state_dict()
-        return state
+        norms = (self.o_norm.state_dict(), self.g_norm.state_dict())
+        return {name: kept.state_dict() for name, kept in self.parts().items()} | {"normalizers": norms}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        for name in self.NETS:
-            getattr(self, name).load_state_dict(state[name])
-        if self.greedy is not self.actor:
-            self.greedy.load_state_dict(state["actor_average"])
+        for name, kept in self.parts().items():
+            kept.load_state_dict(state[name])
         self.o_norm.load_state_dict(state["normalizers"][0])
         self.g_norm.load_state_dict(state["normalizers"][1])
 
@@ -250,7 +230,7 @@ class Agent:
 def flat_grads(module: torch.nn.Module) -> torch.Tensor:
     """One zeroed buffer holding every gradient of ``module`` (each ``.grad`` a view into it)."""
     params = list(module.parameters())
-    flat = torch.zeros(sum(p.numel() for p in params))
+    flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device)
     offset = 0
     for p in params:
         p.grad = flat[offset : offset + p.numel()].view_as(p)
@@ -258,14 +238,9 @@ def flat_grads(module: torch.nn.Module) -> torch.Tensor:
     return flat
 
 
-def hindsight_goals(
-    achieved_next: np.ndarray,
-    rng: np.random.Generator,
-    share: float,
-    strategy: GoalSelectionStrategy | str = GoalSelectionStrategy.FUTURE,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The goals of ``(N, T, G)`` achieved goals (after each step of N episodes) as HER relabels them, for
-    the goal normaliser: per step, the achieved goal of the step ``strategy`` picks, and whether to use it."""
+def hindsight_goals(achieved_next: np.ndarray, rng: np.random.Generator, share: float,
+                    strategy: GoalSelectionStrategy | str = GoalSelectionStrategy.FUTURE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Per step of ``(N, T, G)`` achieved goals, the one HER's ``strategy`` picks and whether to relabel with it."""
     n, steps, _ = achieved_next.shape
     t = np.broadcast_to(np.arange(steps), (n, steps)).ravel()
     offsets = goal_step_offsets(strategy, t, steps - t, rng.random(n * steps))
@@ -301,7 +276,7 @@ class Trainer:
         self.agent = Agent(cfg, obs_dim, goal_dim, act_dim, self.batch_local / cfg.batch_size)
         self.agent.timers = self.timers
         if track:
-            self.agent.stats = torch.zeros(4)
+            self.agent.stats = torch.zeros(4, device=cfg.device)
         self.storage = HerStorage(
             part(cfg.buffer_size, lo, hi, cfg.n_envs), space, self.envs.single_action_space,
             self.envs.compute_reward, n_envs=self.n_local, n_sampled_goal=cfg.n_sampled_goal,
@@ -380,11 +355,10 @@ class Trainer:
     def evaluate(
         self, base: int | None = None, extra: np.ndarray | None = None
     ) -> tuple[float, float, np.ndarray]:
-        """Success rate and mean return of the greedy policy over ``eval_episodes`` episodes seeded
-        ``base``, ``base + 1``, ... (by default apart from training's), shared by the workers, and
-        ``extra`` summed over the workers with them."""
+        """The greedy policy's success rate and mean return over ``eval_episodes`` episodes seeded ``base``,
+        ``base + 1``, ... (shared by the workers), and ``extra`` summed over the workers with them."""
         base = 10**9 + self.cfg.seed * 10_007 + self.epoch * 1_009 if base is None else base
-        successes, returns = 0.0, 0.0
+        successes = returns = 0.0
         done = 0
         while done < self.eval_local:
             envs = self.eval_envs[: self.eval_local - done]
@@ -402,21 +376,12 @@ class Trainer:
 
     def state(self) -> dict[str, Any]:
         """What every worker holds alike (agent.pt, with the run's own state)."""
-        return {
-            "agent": self.agent.state_dict(),
-            "epoch": self.epoch,
-            "updates": self.updates,
-            "reset_seeds": self.reset_seeds,
-        }
+        return {"agent": self.agent.state_dict(), "epoch": self.epoch, "updates": self.updates, "reset_seeds": self.reset_seeds}  # fmt: skip
 
     def own(self) -> dict[str, Any]:
         """This worker's own part: its storage shard and random states. At a cycle boundary every env is
         about to be reset, so an env's generator is all there is of it."""
-        rngs = {
-            "envs": list(self.envs._rngs),
-            "rng": self.rng.bit_generator.state,
-            "torch_rng": torch.get_rng_state().numpy(),
-        }
+        rngs = {"envs": list(self.envs._rngs), "rng": self.rng.bit_generator.state, "torch_rng": torch.get_rng_state().numpy()}  # fmt: skip
         return {"storage": self.storage, "envs": rngs}
 
     def load(self, state: dict[str, Any], own: dict[str, Any]) -> None:
@@ -441,11 +406,7 @@ class Trainer:
         except (AttributeError, ValueError) as exc:
             return "storage.pkl", exc
         gens = rngs.get("envs") if isinstance(rngs, dict) else None
-        if (
-            not isinstance(gens, list)
-            or len(gens) != hi - lo
-            or not all(isinstance(g, np.random.Generator) for g in gens)
-        ):
+        if not isinstance(gens, list) or len(gens) != hi - lo or not all(isinstance(g, np.random.Generator) for g in gens):  # fmt: skip
             return "envs.pkl", f"holds no random states of {hi - lo} envs"
         if rank == 0:  # the networks: loaded into a copy, as the run has not started
             try:
@@ -461,12 +422,8 @@ def stack(dicts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 # ------------------------------------------------------------------------------------------ the loop
 def train(t: Trainer, run: Run) -> float:
-    """DDPG + HER from ``t``'s epoch to ``cfg.epochs``; returns the last evaluation's success rate.
-
-    Every cycle: collect an episode in each env and store it, update the normalisers, then ``n_batches``
-    updates of the critic and the actor and one move of the target networks. Every epoch: evaluate the
-    greedy policy; the run writes the curve, TensorBoard and, when due, a checkpoint.
-    """
+    """DDPG + HER from ``t``'s epoch to ``cfg.epochs``; returns the last evaluation's success rate. Every cycle:
+    an episode per env, the normalisers, ``n_batches`` updates, the targets' move; every epoch: an evaluation."""
     cfg, timers, agent = t.cfg, t.timers, t.agent
     success = run.begin()
     while t.epoch < cfg.epochs:
@@ -479,7 +436,7 @@ def train(t: Trainer, run: Run) -> float:
             agent.update_targets()
         t.epoch, t.cycle = t.epoch + 1, 0
         with timers("eval"):  # 3. evaluate the greedy policy, with the epoch's other figures summed
-            losses = np.zeros(4) if agent.stats is None else agent.stats.numpy() * agent.weight
+            losses = np.zeros(4) if agent.stats is None else agent.stats.cpu().numpy() * agent.weight
             success, mean_return, sums = t.evaluate(extra=np.concatenate([losses, t.rollouts]))
         if agent.stats is not None:
             agent.stats.zero_()
@@ -489,11 +446,7 @@ def train(t: Trainer, run: Run) -> float:
         figures = {
             f"train/{k}": v / (cfg.n_cycles * cfg.n_batches) for k, v in zip(names, sums, strict=False)
         }
-        figures |= {
-            "eval/mean_reward": mean_return,
-            "rollout/ep_rew_mean": returns / n,
-            "rollout/success_rate": won / n,
-        }
+        figures |= {"eval/mean_reward": mean_return, "rollout/ep_rew_mean": returns / n, "rollout/success_rate": won / n}  # fmt: skip
         steps = t.epoch * cfg.n_cycles * cfg.n_envs * t.horizon
         run.end_epoch(t.epoch, steps, t.updates, success, figures, lambda: (t.state(), t.own()))
     return success
@@ -504,7 +457,9 @@ def main(argv: list[str] | None = None) -> float:
     run = Run(SCRIPT, OUTPUTS, Config, CONF_FILE, FREE_ON_RESUME, TIMERS)
 
     def body() -> float:
-        cfg, args = run.start(argv, output, check)
+        cfg, args = run.start(
+            argv, lambda cfg: Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}", check
+        )
         cfg = cfg if args.evaluate is None else replace(cfg, eval_episodes=args.evaluate)
         t = Trainer(cfg, run.rank, run.size, args.env_threads, track=run.tracking)
         t.timers = t.agent.timers = run.timers
@@ -517,10 +472,7 @@ def main(argv: list[str] | None = None) -> float:
             return success
         success = train(t, run)
         policy = lambda obs: t.agent.pi(obs["observation"], obs["desired_goal"])  # noqa: E731
-        run.finish(
-            f"{cfg.env_id.split('/')[-1]} DDPG+HER, seed {cfg.seed}",
-            lambda: record_gif(policy, cfg.env_id, 10**9 + cfg.seed),
-        )
+        run.finish(f"{cfg.env_id.split('/')[-1]} DDPG+HER, seed {cfg.seed}", lambda: record_gif(policy, cfg.env_id, 10**9 + cfg.seed))  # fmt: skip
         if run.rank == 0:
             print(f"final success rate {success:.3f} over {cfg.eval_episodes} episodes")
         return success
@@ -528,16 +480,14 @@ def main(argv: list[str] | None = None) -> float:
     return run.main(body)
 
 
-def output(cfg: Config) -> Path:
-    return Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"
-
-
 def check(cfg: Config, workers: int) -> None:
-    """Refuse an env this agent does not run, and a run its workers cannot share (each needs an env, a
-    sample per batch and room for its envs' whole episodes)."""
+    """Refuse an env this agent does not run, and a run its workers cannot share (each needs an env, a sample
+    per batch and room for its envs' whole episodes)."""
     fetch = sorted(i for i in gym.registry if i.startswith("goalenvs/Fetch"))
     if cfg.env_id not in fetch:
         raise RunError(f"--env-id: {cfg.env_id!r} is not accepted; accepted: one of {fetch}")
+    if cfg.device == "cuda" and not torch.cuda.is_available():
+        raise RunError("--device: 'cuda' is not accepted here: torch finds no CUDA GPU; accepted: cpu")
     if workers > cfg.n_envs:
         raise RunError(f"--n-envs: {cfg.n_envs} envs cannot be shared by {workers} workers; accepted: n_envs >= {workers}, or fewer workers")  # fmt: skip
     if cfg.bf16 and not native_bf16():  # given, or resumed

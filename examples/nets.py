@@ -109,7 +109,7 @@ def load_policy(run_dir: Path, option: str = "--policy") -> tuple[Policy, str]:
     o_norm = Normalizer(obs_dim, cfg["norm_eps"], cfg["norm_clip"])
     g_norm = Normalizer(goal_dim, cfg["norm_eps"], cfg["norm_clip"])
     actor = MLP(obs_dim + goal_dim, box.shape[0], cfg["hidden"], cfg["layers"], cfg["bf16"])
-    state = checkpoint.load("agent.pt", lambda path: torch.load(path, weights_only=False))
+    state = checkpoint.load("agent.pt", lambda path: torch.load(path, map_location="cpu", weights_only=False))
     try:
         agent = state["agent"]
         actor.load_state_dict(agent.get("actor_average", agent["actor"]))  # the greedy network

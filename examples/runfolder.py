@@ -1,19 +1,7 @@
-"""The run module of the training scripts (train.py, her_ddpg.py, offline_her.py): a run folder's rules,
-written once (docs/failures.md says what each promises, and names its test).
-
-* Settings are checked before the first write (:class:`Range`, :func:`check_settings`, :func:`setting`).
-* One process per folder: an advisory ``flock`` on ``.lock``, which holds the holder's pid; the kernel
-  drops it when the holder dies, however it dies.
-* Nothing of the user's is deleted: ``.run-manifest.json`` names what a run wrote (before writing it);
-  ``--force`` removes those names only, and refuses a file it would overwrite that no run wrote.
-* A checkpoint is one unit: its files are written to ``checkpoints/.tmp-<tag>-<pid>/`` with a
-  ``MANIFEST.json`` (sizes, SHA-256, the run's id), each fsynced, then renamed in one step; loading
-  checks it all. Every other file is written aside, fsynced and renamed (:func:`write_atomic`).
-* Every exit but success is one line (:func:`run_main`); Ctrl-C says where to go on from.
-
-:class:`Run` is what her_ddpg.py's loop calls: options from its settings dataclass, the folder, the
-curve, TensorBoard, checkpoints of every torchrun worker's part, and resume.
-"""
+"""The run folder of the training scripts (train.py, her_ddpg.py, offline_her.py), its rules written once:
+settings checked before the first write, one process per folder (a ``flock`` holding the pid), a manifest of
+what a run wrote (all ``--force`` removes), checkpoints written whole (fsynced, then renamed), one-line exits,
+and :class:`Run`, her_ddpg.py's loop around them. docs/failures.md says what each promises and its test."""
 
 from __future__ import annotations
 
@@ -134,15 +122,10 @@ def resumed_folder(recorded: Any, given: Path | None, option: str, resume: str, 
             check_new_folder(given, option)
         return None
     if not isinstance(recorded, str) or not recorded:
-        raise RunError(
-            f"{resume}: {file}, key tensorboard: {recorded!r} is not accepted; accepted: a path or null"
-        )
+        raise RunError(f"{resume}: {file}, key tensorboard: {recorded!r} is not accepted; accepted: a path or null")  # fmt: skip
     path, flag = Path(recorded), option.split()[-1]
     if given is not None and given.resolve() != path.parent.resolve():
-        raise RunError(
-            f"{option}: this run writes its TensorBoard events to {path} (recorded in {file}), not in {given}; "
-            f"accepted: no {flag} with --resume, or {flag} {path.parent}"
-        )
+        raise RunError(f"{option}: this run writes its TensorBoard events to {path} (recorded in {file}), not in {given}; accepted: no {flag} with --resume, or {flag} {path.parent}")  # fmt: skip
     check_new_folder(path, f"{resume}: {file}, key tensorboard")
     return path
 
@@ -253,19 +236,14 @@ def sha256(path: Path) -> str:
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM (a scheduler's stop, ``kill``) ends the run as Ctrl-C does."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
+    previous = None
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def run_main(
@@ -350,9 +328,7 @@ class Checkpoint:
             return load(self.file(name))
         except Exception as exc:  # unpickling and torch can raise almost anything on foreign content
             if not self.path.exists():  # read without the lock, and replaced by a newer one meanwhile
-                raise RunError(
-                    f"checkpoint {self.path} was replaced while being read; run the command again"
-                ) from None
+                raise RunError(f"checkpoint {self.path} was replaced while being read; run the command again") from None  # fmt: skip
             raise self.unfit(name, f"{type(exc).__name__}: {exc}") from None
 
 
@@ -399,20 +375,12 @@ class RunFolder:
         manifest = self.read_manifest(missing_ok=True)
         if held and not force:
             self.check_free(path)  # a run busy there is named as such
-            raise RunError(
-                f"--output: {path} is not empty (it holds {', '.join(held[:4])}{', ...' * (len(held) > 4)}); pass "
-                f"--resume {path} to continue that run, --force to replace it, or another --output"
-            )
+            raise RunError(f"--output: {path} is not empty (it holds {', '.join(held[:4])}{', ...' * (len(held) > 4)}); pass --resume {path} to continue that run, --force to replace it, or another --output")  # fmt: skip
         if force and manifest and manifest.get("script") not in (None, self.script):
-            raise RunError(
-                f"--force: {path} is a run folder of {manifest['script']}, not of {self.script}; choose another --output"
-            )
+            raise RunError(f"--force: {path} is a run folder of {manifest['script']}, not of {self.script}; choose another --output")  # fmt: skip
         clash = sorted((set(held) & self.outputs) - set(manifest.get("files", []) if manifest else []))
         if force and clash:
-            raise RunError(
-                f"--force: {path} holds {', '.join(clash[:4])}, which no run of {self.script} recorded writing "
-                "(--force removes only a run's own files); move them away or choose another --output"
-            )
+            raise RunError(f"--force: {path} holds {', '.join(clash[:4])}, which no run of {self.script} recorded writing (--force removes only a run's own files); move them away or choose another --output")  # fmt: skip
 
     @classmethod
     def create(cls, path: Path, *, force: bool, outputs: Iterable[str], script: str) -> RunFolder:
@@ -463,9 +431,7 @@ class RunFolder:
             raise RunError(f"{option}: {path} {what}; accepted: an output folder of {script}")
         manifest = folder.read_manifest(missing_ok=True)
         if manifest is None:
-            raise RunError(
-                f"{option}: {path} is not a run folder of {script}; accepted: the --output folder of a run"
-            )
+            raise RunError(f"{option}: {path} is not a run folder of {script}; accepted: the --output folder of a run")  # fmt: skip
         if manifest.get("script") != script:
             raise RunError(f"{option}: {path} is a run folder of {manifest.get('script')}, not of {script}")
         folder.run_id = manifest["run_id"]
@@ -524,9 +490,7 @@ class RunFolder:
                 return None
             raise RunError(f"{path} is missing; this is not a run folder any more") from None
         except (ValueError, OSError) as exc:
-            raise RunError(
-                f"{path} is damaged ({type(exc).__name__}); delete it and the run's files by hand, or choose another --output"
-            ) from None
+            raise RunError(f"{path} is damaged ({type(exc).__name__}); delete it and the run's files by hand, or choose another --output") from None  # fmt: skip
         if not (
             isinstance(manifest, dict)
             and isinstance(manifest.get("files"), list)
@@ -634,9 +598,7 @@ class RunFolder:
             except (RunError, OSError):
                 if found[-1].exists():  # else removed under a reader once a newer one was whole: look again
                     raise
-        raise RunError(
-            f"the checkpoints of {self.path} kept changing while being read; run the command again"
-        )
+        raise RunError(f"the checkpoints of {self.path} kept changing while being read; run the command again")  # fmt: skip
 
 
 def read_checkpoint(path: Path, script: str, run_id: str | None, verify: bool = True) -> Checkpoint:
@@ -646,27 +608,17 @@ def read_checkpoint(path: Path, script: str, run_id: str | None, verify: bool = 
         manifest = json.loads((path / CHECKPOINT_MANIFEST).read_bytes())
         files, meta, tag = manifest["files"], manifest["meta"], int(manifest["tag"])
     except FileNotFoundError:
-        raise RunError(
-            f"checkpoint {path} has no {CHECKPOINT_MANIFEST}; it is not a whole checkpoint: {fix}"
-        ) from None
+        raise RunError(f"checkpoint {path} has no {CHECKPOINT_MANIFEST}; it is not a whole checkpoint: {fix}") from None  # fmt: skip
     except (ValueError, KeyError, TypeError, OSError) as exc:
-        raise RunError(
-            f"checkpoint {path}: {CHECKPOINT_MANIFEST} is damaged ({type(exc).__name__}): {fix}"
-        ) from None
+        raise RunError(f"checkpoint {path}: {CHECKPOINT_MANIFEST} is damaged ({type(exc).__name__}): {fix}") from None  # fmt: skip
     if manifest.get("script") != script or (run_id is not None and manifest.get("run_id") != run_id):
-        raise RunError(
-            f"checkpoint {path} belongs to another run (run id {manifest.get('run_id')}, of "
-            f"{manifest.get('script')}), not to this folder's run {run_id}: {fix}"
-        )
+        raise RunError(f"checkpoint {path} belongs to another run (run id {manifest.get('run_id')}, of {manifest.get('script')}), not to this folder's run {run_id}: {fix}")  # fmt: skip
     for name, expected in files.items() if verify else ():
         size = (path / name).stat().st_size if (path / name).is_file() else None
         if size is None:
             raise RunError(f"checkpoint {path}: {name} is missing: {fix}")
         if size != expected["bytes"] or sha256(path / name) != expected["sha256"]:
-            raise RunError(
-                f"checkpoint {path}: {name} is damaged ({size} bytes, recorded {expected['bytes']}, "
-                f"content does not match its recorded SHA-256): {fix}"
-            )
+            raise RunError(f"checkpoint {path}: {name} is damaged ({size} bytes, recorded {expected['bytes']}, content does not match its recorded SHA-256): {fix}")  # fmt: skip
     return Checkpoint(path, tag, meta)
 
 
@@ -727,12 +679,8 @@ def options(config: type, script: str) -> ArgumentParser:
 
 
 class Run:
-    """A training run around its loop, on each torchrun worker: the settings (dataclass ``config``: every
-    field an option, a key of the YAML ``conf_file`` and of config.json; checked before the first write),
-    the folder (worker 0's), the curve, TensorBoard, checkpoints holding every worker's part, and resume.
-    ``free``: the settings a resumed run may change. The loop calls :meth:`start`, :meth:`resume` (when
-    :attr:`resuming`), :meth:`begin`, :meth:`end_epoch` each epoch, and :meth:`finish`, within :meth:`main`.
-    """
+    """A run around her_ddpg.py's loop, on each worker: settings (``config``'s fields: options, keys of ``conf_file``
+    and config.json; ``free``: what a resume may change), the folder, curve, TensorBoard, checkpoints, resume."""
 
     def __init__(self, script: str, outputs: Iterable[str], config: type, conf_file: Path, free: Iterable[str], timers: Iterable[str]) -> None:  # fmt: skip
         self.script, self.outputs, self.config, self.conf_file, self.free = script, tuple(outputs), config, conf_file, tuple(free)  # fmt: skip
@@ -750,7 +698,7 @@ class Run:
             time.process_time(),
             0.0,
             0.0,
-        )  # now, and seconds of earlier sessions
+        )  # now, and earlier sessions' seconds
         self.progress: Callable[[], str] = lambda: "before training started"  # where the loop is
 
     def main(self, body: Callable[[], _T]) -> _T:
@@ -766,11 +714,14 @@ class Run:
             import ctypes
             from datetime import timedelta
 
+            import torch
             import torch.distributed as dist
 
             with contextlib.suppress(OSError, AttributeError):  # Linux: stop when torchrun is killed
                 ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-            dist.init_process_group("gloo", timeout=timedelta(seconds=300))
+            # NCCL sums what lives on a GPU (--device cuda's gradients), gloo what lives on the CPU.
+            backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
+            dist.init_process_group(backend, timeout=timedelta(seconds=300))
         try:
             return body()
         finally:
@@ -817,9 +768,7 @@ class Run:
         values = {k: getattr(args, k) for k in self.specs if getattr(args, k) is not None}
         check_settings(values, self.specs, "option")
         if args.tensorboard is not None and args.evaluate is not None:
-            raise RunError(
-                "--tensorboard: --evaluate writes nothing; accepted: --evaluate without --tensorboard"
-            )
+            raise RunError("--tensorboard: --evaluate writes nothing; accepted: --evaluate without --tensorboard")  # fmt: skip
         if args.evaluate is not None and (args.resume is None or self.size > 1):
             raise RunError("--evaluate: needs --resume RUN_DIR, in one process (not under torchrun)")
         if args.tensorboard is not None and not any((Path(p) / "tensorboard").is_dir() for p in sys.path):
@@ -849,9 +798,7 @@ class Run:
             raise RunError(f"--conf-file: {path} is not a mapping of env ids to mappings of settings")
         entry = {k: v for k, v in (entries.get(env_id) or {}).items() if k != "env_id"}
         if set(entry) - set(self.specs):
-            raise RunError(
-                f"--conf-file: {path} entry {env_id!r} has unknown keys {sorted(set(entry) - set(self.specs))}"
-            )
+            raise RunError(f"--conf-file: {path} entry {env_id!r} has unknown keys {sorted(set(entry) - set(self.specs))}")  # fmt: skip
         check_settings(entry, self.specs, f"--conf-file: {path}, entry {env_id!r}, key")
         return entry
 
@@ -862,13 +809,9 @@ class Run:
         out = self.path = args.resume
         RunFolder.read_only(out, self.script, self.outputs)  # a run folder of this script
         if args.output is not None and args.output.resolve() != out.resolve():
-            raise RunError(
-                f"--output: --resume continues the run in its own folder {out}, not {args.output}; accepted: no --output with --resume"
-            )
+            raise RunError(f"--output: --resume continues the run in its own folder {out}, not {args.output}; accepted: no --output with --resume")  # fmt: skip
         if args.force or args.conf_file is not None:
-            raise RunError(
-                f"{'--force' if args.force else '--conf-file'}: cannot be given with --resume (the run keeps its folder and settings)"
-            )
+            raise RunError(f"{'--force' if args.force else '--conf-file'}: cannot be given with --resume (the run keeps its folder and settings)")  # fmt: skip
         path, fix = (
             out / "config.json",
             "restore it (the checkpoint's manifest holds the run's settings) or start again with --force",
@@ -882,9 +825,7 @@ class Run:
         recorded = saved.pop("tensorboard", None) if isinstance(saved, dict) else None
         if not isinstance(saved, dict) or set(saved) != set(self.specs):
             got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
-            raise RunError(
-                f"--resume: {path} does not hold the settings of a run of {self.script} (keys {got}); {fix}"
-            )
+            raise RunError(f"--resume: {path} does not hold the settings of a run of {self.script} (keys {got}); {fix}")  # fmt: skip
         check_settings(saved, self.specs, f"--resume: {path}, key")
         changed = {k: v for k, v in values.items() if k not in self.free and v != saved[k]}
         if changed:
@@ -910,10 +851,7 @@ class Run:
                 if workers > 1
                 else "python"
             )
-            raise RunError(
-                f"--resume: {out} was trained by {workers} worker{'s' * (workers > 1)}, this launch has {self.size}; accepted: "
-                f"the same number ({launch} examples/{self.script}): the replay storage and envs are split between the workers"
-            )
+            raise RunError(f"--resume: {out} was trained by {workers} worker{'s' * (workers > 1)}, this launch has {self.size}; accepted: the same number ({launch} examples/{self.script}): the replay storage and envs are split between the workers")  # fmt: skip
         differ = sorted(k for k, v in asdict(cfg).items() if k not in self.free and kept.get(k) != v)
         if differ:
             raise RunError(f"--resume: {path} differs from its checkpoint's settings in {differ}; restore config.json or start again with --force")  # fmt: skip

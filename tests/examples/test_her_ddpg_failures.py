@@ -402,3 +402,19 @@ def test_a_refused_resume_releases_the_folder(finished_run, tmp_path, capsys) ->
     agent.write_bytes(good)
     her_ddpg.main(["--resume", str(out), "--epochs", "3"])
     assert checkpoint_dir(out).name == "000000000003"
+
+
+@pytest.mark.parametrize("device", ["cuda", "tpu"])
+def test_a_device_this_machine_lacks_is_refused_in_one_line_before_any_write(device, tmp_path, capsys, monkeypatch) -> None:  # fmt: skip
+    """--device cuda without a CUDA GPU (CUDA hidden here, so the test runs on any machine), or an unknown
+    device: one line naming --device and the accepted values, and no folder made."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = tmp_path / "out"
+    line = fails(capsys, her_ddpg.main, [*TINY, "--device", device, "--output", str(out)])
+    if device == "cuda":
+        assert (
+            line == f"{PREFIX}--device: 'cuda' is not accepted here: torch finds no CUDA GPU; accepted: cpu"
+        )
+    else:
+        assert line == f"{PREFIX}--device: 'tpu' is not accepted; accepted: cpu or cuda"
+    assert not out.exists()
