@@ -105,3 +105,22 @@ def test_standalone_comparisons_reject_careless_input_in_one_line(
     err = capsys.readouterr().err
     assert err.startswith(f"python -m benchmarks.{module}: error: argument {argument}: "), err
     assert err.count("\n") == 1 and fragment in err, err
+
+
+def test_reader_paths_lists_the_modules_one_fetch_step_runs_through(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One FetchPush step runs the env's module and the physics wrapper, not the HER buffer; a sample
+    through stable-baselines3 runs the storage and the env's goal function."""
+    from benchmarks import reader_paths
+
+    monkeypatch.chdir(Path.cwd())  # reader_paths works in the root it reads; back here afterwards
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    reader_paths.main(["step"])
+    step = capsys.readouterr().out
+    reader_paths.main(["sample"])
+    sample = capsys.readouterr().out
+    assert "goalenvs/envs/fetch/env.py" in step and "goalenvs/envs/fetch/sim.py" in step
+    assert "her/" not in step
+    assert "her/storage.py" in sample and "her/sb3.py" in sample and "fetch/sim.py" not in sample
+    assert step.splitlines()[-1].endswith("lines of function bodies")
