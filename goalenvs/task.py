@@ -38,6 +38,7 @@ __all__ = [
     "first_info",
     "first_obs",
     "first_scored",
+    "seed_array",
     "seed_generators",
 ]
 
@@ -51,6 +52,20 @@ ONE.flags.writeable = False
 #: No env to skip (the single env never skips: it has no autoreset).
 NONE = np.zeros(0, dtype=np.intp)
 NONE.flags.writeable = False
+
+
+#: Seeds below this fit a uint64 array; larger ones (any int >= 0 is a seed) go in an object array.
+SEED_LIMIT_U64 = 2**64
+
+
+def seed_array(seeds: list[int]) -> np.ndarray:
+    """Seeds (Python ints >= 0, any size, as ``np.random.SeedSequence`` takes) as the array
+    :meth:`Task.seed` takes: uint64 when every seed fits, else an object array of the ints themselves."""
+    if all(seed < SEED_LIMIT_U64 for seed in seeds):
+        return np.array(seeds, dtype=np.uint64)
+    array = np.empty(len(seeds), dtype=object)
+    array[:] = seeds
+    return array
 
 
 def seed_generators(rngs: list[Any], seeds: np.ndarray, envs: np.ndarray) -> None:
@@ -120,7 +135,8 @@ class Task(ABC):
 
     @abstractmethod
     def seed(self, state: Any, seeds: np.ndarray, envs: np.ndarray) -> None:
-        """Give ``envs`` the random streams a single env reset with ``seeds`` (int64 >= 0) draws from."""
+        """Give ``envs`` the random streams a single env reset with ``seeds`` draws from (ints >= 0 of any
+        size: a uint64 array, or an object array of Python ints when one is >= 2**64; see :func:`seed_array`)."""
 
     @abstractmethod
     def reset(self, state: Any, envs: np.ndarray, options: dict[str, Any] | None) -> None:
@@ -286,7 +302,8 @@ class TaskEnv(TaskGoalFunctions, GoalEnv[Obs, Any]):
         super().reset(seed=seed, options=options)
         task, state = self._task, self._state
         if seed is not None:
-            task.seed(state, np.array([seed], dtype=np.int64), ONE)
+            # gym.Env.reset has checked it (an int >= 0, of any size, as SeedSequence takes).
+            task.seed(state, seed_array([int(seed)]), ONE)
         elif not self._seeded:  # unseeded: a seed from the (entropy-seeded) np_random
             task.seed(state, self.np_random.integers(0, 2**63, size=1, dtype=np.int64), ONE)
         self._seeded = True

@@ -48,13 +48,14 @@ from gymnasium.vector.utils import batch_space
 
 from goalenvs._util import check_bool, check_int, check_render_mode
 from goalenvs.core import ConcurrentUseError  # defined with the contract: her raises it too
-from goalenvs.task import Task, TaskGoalFunctions, as_actions
+from goalenvs.task import SEED_LIMIT_U64, Task, TaskGoalFunctions, as_actions, seed_array
 
 __all__ = [
     "AUTORESET_MODES",
     "ClosedVectorEnvError",
     "ConcurrentUseError",
     "NativeVectorEnv",
+    "SeedError",
     "check_autoreset_mode",
     "env_seeds",
 ]
@@ -84,17 +85,33 @@ def check_autoreset_mode(mode: Any) -> AutoresetMode:
     return parsed
 
 
+class SeedError(gym.error.Error, ValueError):
+    """A negative seed: refused as Gymnasium refuses it (its ``gym.error.Error``), and a ``ValueError``."""
+
+
+def _check_seed(name: str, seed: Any) -> int:
+    """``seed`` as an int >= 0 of any size (what ``np.random.SeedSequence`` takes), or a one-line error."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= 0, got {type(seed).__name__} ({seed!r})")
+    if seed < 0:
+        raise SeedError(f"{name} must be >= 0 (Gymnasium's rule), got {seed}")
+    return int(seed)
+
+
 def env_seeds(seed: Any, num_envs: int) -> np.ndarray | None:
     """The per-env seeds ``reset(seed=...)`` asks for: an int ``s`` gives ``s, s + 1, ...``, a list gives
-    itself, None gives None (int64 array of shape ``(num_envs,)``)."""
+    itself, None gives None (shape ``(num_envs,)``: uint64, or an object array of Python ints when one
+    is >= 2**64, see :func:`goalenvs.task.seed_array`). Any int >= 0 is a seed, as in Gymnasium."""
     if seed is None:
         return None
     if isinstance(seed, (list, tuple, np.ndarray)):
         if len(seed) != num_envs:
             raise ValueError(f"seed as a list must hold {num_envs} ints >= 0, got {seed!r}")
-        return np.array([check_int(f"seed[{i}]", s, 0) for i, s in enumerate(seed)], dtype=np.int64)
-    first = check_int("seed", seed, 0)
-    return first + np.arange(num_envs, dtype=np.int64)
+        return seed_array([_check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)])
+    first = _check_seed("seed", seed)
+    if first + num_envs <= SEED_LIMIT_U64:  # the common case, without a Python int per env
+        return np.arange(num_envs, dtype=np.uint64) + np.uint64(first)
+    return seed_array([first + i for i in range(num_envs)])
 
 
 class NativeVectorEnv(TaskGoalFunctions, VectorEnv):

@@ -62,9 +62,21 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> _SHIFT31)
 
 
+def _fold_seed(seed: int) -> int:
+    """A seed >= 0 as 64 bits: itself below 2**64, else 64 bits of ``np.random.SeedSequence(seed)``'s
+    state (so seeds that differ only above bit 64 still differ)."""
+    if seed < 2**64:
+        return seed
+    return int(np.random.SeedSequence(seed).generate_state(1, np.uint64)[0])
+
+
 def seed_keys(seeds: np.ndarray) -> np.ndarray:
-    """Random-stream keys (uint64) for integer seeds >= 0, one per env."""
-    return _splitmix64(np.asarray(seeds, dtype=np.int64).astype(_U64))
+    """Random-stream keys (uint64) for integer seeds >= 0 of any size, one per env (an int array, or an
+    object array of Python ints; see :func:`goalenvs.task.seed_array`)."""
+    seeds = np.asarray(seeds)
+    if seeds.dtype == object:
+        seeds = np.array([_fold_seed(int(seed)) for seed in seeds.tolist()], dtype=_U64)
+    return _splitmix64(seeds.astype(_U64))
 
 
 def random_bits(keys: np.ndarray, counters: np.ndarray, n_bits: int) -> np.ndarray:
