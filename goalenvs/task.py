@@ -18,7 +18,7 @@ for the batch, and the single env takes row 0. A task function never learns whic
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -35,6 +35,7 @@ __all__ = [
     "TaskGoalFunctions",
     "as_actions",
     "check_finite_action",
+    "check_reset_options",
     "first_info",
     "first_obs",
     "first_scored",
@@ -72,6 +73,24 @@ def seed_generators(rngs: list[Any], seeds: np.ndarray, envs: np.ndarray) -> Non
     """Give env ``envs[j]`` the generator ``gym.Env.reset(seed=seeds[j])`` makes (``rngs`` is indexed by env)."""
     for seed, i in zip(seeds.tolist(), envs.tolist(), strict=True):
         rngs[i] = seeding.np_random(seed)[0]
+
+
+def check_reset_options(options: Any, accepted: Sequence[str]) -> None:
+    """Refuse, in one line naming them and ``accepted``, ``reset`` options with a key no family knows.
+
+    One rule for every family, single and vector (a misspelt option silently ignored would start
+    episodes the caller did not ask for): None and ``{}`` pass; anything but a dict is a ``TypeError``.
+    """
+    if options is None:
+        return
+    if not isinstance(options, Mapping):
+        raise TypeError(
+            f"reset options must be None or a dict with keys from {list(accepted)}, got "
+            f"{type(options).__name__} ({options!r})"
+        )
+    unknown = sorted((key for key in options if key not in accepted), key=repr)
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {unknown}; accepted: {list(accepted)}")
 
 
 _SHOWN = 4  # non-finite entries quoted in the error, at most
@@ -114,8 +133,11 @@ class Task(ABC):
     """
 
     #: Info keys that only a step reports: an episode that has just started (``reset``, autoreset)
-    #: leaves them out (Fetch, whose ``reset`` info is empty as Gymnasium-Robotics' is).
+    #: leaves them out. No goalenvs family has one (a reset info with the step's keys is what Minari's
+    #: ``DataCollector(record_infos=True)`` needs), but the vector env's masks support them.
     step_only_info_keys: ClassVar[tuple[str, ...]] = ()
+    #: The keys ``reset(options=...)`` accepts; any other is refused (:func:`check_reset_options`).
+    reset_option_keys: ClassVar[tuple[str, ...]] = ()
     #: What one env's action holds, for the error on an action of the wrong shape or a non-finite one.
     action_help: str = ""
 
@@ -299,6 +321,7 @@ class TaskEnv(TaskGoalFunctions, GoalEnv[Obs, Any]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Obs, dict[str, Any]]:
+        check_reset_options(options, self._task.reset_option_keys)  # before anything changes
         super().reset(seed=seed, options=options)
         task, state = self._task, self._state
         if seed is not None:

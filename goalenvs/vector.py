@@ -48,7 +48,14 @@ from gymnasium.vector.utils import batch_space
 
 from goalenvs._util import check_bool, check_int, check_render_mode
 from goalenvs.core import ConcurrentUseError  # defined with the contract: her raises it too
-from goalenvs.task import SEED_LIMIT_U64, Task, TaskGoalFunctions, as_actions, seed_array
+from goalenvs.task import (
+    SEED_LIMIT_U64,
+    Task,
+    TaskGoalFunctions,
+    as_actions,
+    check_reset_options,
+    seed_array,
+)
 
 __all__ = [
     "AUTORESET_MODES",
@@ -242,6 +249,7 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
 
     def _reset(self, seed: Any, options: dict[str, Any] | None) -> tuple[Obs, dict[str, Any]]:
         task, state = self._task, self._state
+        check_reset_options(options, task.reset_option_keys)  # before anything changes
         seeds = env_seeds(seed, self.num_envs)
         if seeds is None and not self._seeded:  # first reset without a seed: fresh entropy
             super().reset()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, ClassVar, Literal, NoReturn, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_bool, check_int
 from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
-from goalenvs.task import Task, TaskEnv, check_finite_action
+from goalenvs.task import Task, TaskEnv, check_finite_action, check_reset_options
 from goalenvs.vector import NativeVectorEnv
 
 __all__ = ["OBS_TYPES", "BitFlipEnv", "BitFlipState", "BitFlipTask", "BitFlipVectorEnv"]
@@ -142,6 +142,7 @@ class BitFlipTask(Task):
     encode them as ``obs_type`` says. See :class:`BitFlipEnv` for the meaning of each field.
     """
 
+    reset_option_keys: ClassVar[tuple[str, ...]] = ("goal", "state")
     n_bits: int = 10
     continuous: bool = False
     max_steps: int | None = None
@@ -404,11 +405,7 @@ class BitFlipTask(Task):
 
     def _apply_options(self, state: BitFlipState, envs: np.ndarray, options: dict[str, Any]) -> None:
         """``reset(options={"state": bits, "goal": bits})``: either or both set, for every env reset."""
-        unknown = set(options) - {"state", "goal"}
-        if unknown:
-            raise ValueError(
-                f"reset options accepts the keys ['goal', 'state'], got unknown {sorted(unknown)}"
-            )
+        check_reset_options(options, self.reset_option_keys)
         for key, target in (("state", state.bits), ("goal", state.goal)):
             if key in options:
                 bits = np.asarray(options[key])

@@ -37,10 +37,9 @@ _VECTOR_DOC = """
     * ``batched_final_obs`` (opt-in, ``SAME_STEP`` only): ``info["final_obs"]`` is one dict of
       ``(num_envs, ...)`` arrays instead, rows valid where ``info["_final_obs"]``.
     * ``info`` holds ``is_success`` (float32) and ``elapsed_steps`` (int64) arrays of shape
-      ``(num_envs,)``. ``FetchEnv.reset`` returns an empty info, so an env whose episode has just
-      started (at ``reset``, or by an autoreset) reports none: its ``"_is_success"`` and
-      ``"_elapsed_steps"`` masks are False (its entries 0), and where no env has stepped in its
-      episode the keys are left out, as in a ``SyncVectorEnv`` of ``FetchEnv``.
+      ``(num_envs,)``, every env reporting both (all-True masks): an env whose episode has just
+      started (at ``reset``, or by an autoreset) reports ``FetchEnv.reset``'s info, the success of
+      its start state and 0 elapsed steps, as in a ``SyncVectorEnv`` of ``FetchEnv``.
     * ``compute_reward`` / ``compute_terminated`` / ``compute_truncated`` are the single env's, on the
       batches this env returns.
     * ``render()`` (``render_mode="rgb_array"``) returns a tuple of ``num_envs`` frames, as

@@ -21,6 +21,7 @@ from goalenvs.core import NO_INFO_CAUSE, info_values_or_default
 from goalenvs.envs.parking.config import ParkingConfig
 from goalenvs.envs.parking.lot import MAX_SPEED, OBS_SCALES, POSE_LIMIT
 from goalenvs.envs.parking.render import IMAGE_SIZE, RENDER_MODES, background_frame, render_frame
+from goalenvs.envs.parking.scenes import OPTION_KEYS
 from goalenvs.envs.parking.sim import ParkingBatch
 from goalenvs.task import Task, TaskEnv, seed_generators
 from goalenvs.vector import NativeVectorEnv
@@ -147,6 +148,7 @@ class ParkingTask(Task):
     """
 
     action_help = "acceleration and steering, clipped to [-1, 1]"
+    reset_option_keys = OPTION_KEYS
 
     def __init__(self, config: ParkingConfig) -> None:
         self.config = config
