@@ -556,8 +556,9 @@ class BitFlipVectorEnv(NativeVectorEnv):
     ## Vector specifics
     * ``num_envs`` (int >= 1). ``reset(seed=s)`` seeds env ``i`` with ``s + i`` (a list seeds each env),
       so env ``i`` replays exactly what ``BitFlipEnv`` reset with seed ``s + i`` does.
-    * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's) or ``SAME_STEP``
-      (declared in ``metadata["autoreset_mode"]``). ``info`` is what Gymnasium's ``SyncVectorEnv``
+    * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's), ``SAME_STEP`` or
+      ``DISABLED`` (reset ended envs with ``options={"reset_mask": mask}``; torchrl's choice), the
+      ``autoreset_mode`` attribute and ``metadata["autoreset_mode"]``. ``info`` is what Gymnasium's ``SyncVectorEnv``
       of ``BitFlipEnv`` returns, key for key: with ``SAME_STEP``, in a step that ends an episode,
       ``info["final_obs"]`` is an object array holding each ended env's last observation dict (None
       elsewhere) and ``info["final_info"]`` their last infos (a dict of arrays with its own masks).

@@ -29,8 +29,9 @@ _VECTOR_DOC = """
     * ``num_threads`` (int >= 1, default ``os.cpu_count()``, capped at ``num_envs``): threads that step
       the physics, each a contiguous chunk of envs. With 1 no thread pool is made. The results do not
       depend on it.
-    * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's) or ``SAME_STEP``
-      (declared in ``metadata["autoreset_mode"]``). With ``SAME_STEP``, in a step that ends an
+    * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's), ``SAME_STEP`` or
+      ``DISABLED`` (reset ended envs with ``options={"reset_mask": mask}``; torchrl's choice), the
+      ``autoreset_mode`` attribute and ``metadata["autoreset_mode"]``. With ``SAME_STEP``, in a step that ends an
       episode, ``info["final_obs"]`` is an object array holding each ended env's last observation
       dict (None elsewhere) and ``info["final_info"]`` their last infos (a dict of arrays with its
       own masks), as in a ``SyncVectorEnv`` of ``FetchEnv``.

@@ -431,8 +431,9 @@ class ParkingVectorEnv(NativeVectorEnv):
       episode ends resets it, ignores its action and returns its first observation with reward 0,
       terminated and truncated False) or ``SAME_STEP`` (the lot restarts within the step; in a step
       that ends an episode, ``info["final_obs"]`` is an object array holding each ended lot's last
-      observation dict, None elsewhere, and ``info["final_info"]`` their last infos). Declared in
-      ``metadata["autoreset_mode"]``;
+      observation dict, None elsewhere, and ``info["final_info"]`` their last infos) or ``DISABLED``
+      (reset ended lots with ``options={"reset_mask": mask}``; torchrl's choice). The
+      ``autoreset_mode`` attribute and ``metadata["autoreset_mode"]``;
     * ``batched_final_obs`` (opt-in, ``SAME_STEP`` only): ``info["final_obs"]`` is one dict of
       ``(num_envs, ...)`` arrays instead, rows valid where ``info["_final_obs"]``.
 
