@@ -17,6 +17,7 @@ for the batch, and the single env takes row 0. A task function never learns whic
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -190,6 +191,21 @@ class Task(ABC):
         Reward and flags are the task's ``compute_*`` on ``(obs, info)``, from shared intermediate
         results where that saves work (each through the same functions ``compute_*`` call).
         """
+
+    def min_bytes_per_env(self) -> int:
+        """A lower estimate of the memory one env of a vector env takes (its state, a step's
+        observation, info and temporaries), for refusing a ``num_envs`` that cannot fit before
+        allocating it. Here: 5 copies of one observation (the state's, ``observe``'s, the returned
+        batch, temporaries) and 2 of one action, plus 128 bytes of counters, flags, reward and info
+        arrays: below what BitFlip (bits: 370 bytes; images) and Parking were measured to take; a
+        task with more (Fetch's ``MjData``) adds it."""
+
+        def nbytes(space: spaces.Space) -> int:
+            shape, dtype = space.shape or (1,), space.dtype or np.dtype(np.int64)
+            return math.prod(shape) * dtype.itemsize
+
+        obs = sum(nbytes(space) for space in self.observation_space.values())
+        return 5 * obs + 2 * nbytes(self.action_space) + 128
 
     def reset_info(self, state: Any, obs: Obs) -> dict[str, Any]:
         """The info of episodes that have just started: the step info without ``step_only_info_keys``."""

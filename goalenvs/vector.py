@@ -49,7 +49,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from goalenvs._util import check_bool, check_int, check_render_mode
+from goalenvs._util import available_memory, check_bool, check_int, check_render_mode
 from goalenvs.core import ConcurrentUseError  # defined with the contract: her raises it too
 from goalenvs.task import (
     SEED_LIMIT_U64,
@@ -65,6 +65,7 @@ __all__ = [
     "ClosedVectorEnvError",
     "ConcurrentUseError",
     "NativeVectorEnv",
+    "NumEnvsMemoryError",
     "SeedError",
     "check_autoreset_mode",
     "env_seeds",
@@ -94,6 +95,24 @@ def check_autoreset_mode(mode: Any) -> AutoresetMode:
     if parsed not in AUTORESET_MODES:
         raise ValueError(f"autoreset_mode must be one of {[m.value for m in AUTORESET_MODES]}, got {mode!r}")
     return parsed
+
+
+class NumEnvsMemoryError(MemoryError, ValueError):
+    """A ``num_envs`` whose arrays cannot fit in the memory available: a ``MemoryError`` and, as the
+    argument's error, a ``ValueError``."""
+
+
+def check_num_envs_memory(name: str, num_envs: int, bytes_per_env: int) -> None:
+    """Refuse, in one line and before anything is allocated, ``num_envs`` envs of at least
+    ``bytes_per_env`` bytes each when they exceed the memory available (nothing when it cannot be told)."""
+    needed, available = num_envs * bytes_per_env, available_memory()
+    if available is None or needed <= available:
+        return
+    raise NumEnvsMemoryError(
+        f"{name}(num_envs={num_envs}) needs at least {needed:,} bytes ({needed / 2**30:,.1f} GiB: "
+        f"{bytes_per_env:,} bytes per env), more than the {available:,} bytes ({available / 2**30:,.1f} "
+        f"GiB) of memory available; lower num_envs (at most about {available // bytes_per_env:,} fit)"
+    )
 
 
 class SeedError(gym.error.Error, ValueError):
@@ -155,6 +174,7 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
         """Validate ``num_envs``, ``render_mode``, ``autoreset_mode`` and ``batched_final_obs``, build
         the batched spaces and the task's state of ``num_envs`` envs."""
         self.num_envs = check_int("num_envs", num_envs, 1)
+        check_num_envs_memory(type(self).__name__, self.num_envs, task.min_bytes_per_env())
         self.render_mode = check_render_mode(render_mode, type(self).metadata.get("render_modes", []))
         mode = check_autoreset_mode(autoreset_mode)
         self.batched_final_obs = check_bool("batched_final_obs", batched_final_obs)
