@@ -7,7 +7,6 @@ is written once. Nothing here is public API.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +14,16 @@ from typing import Any
 import numpy as np
 
 # Defined with the GoalEnv contract (her uses them too); here for goalenvs' own modules.
-from goalenvs.core import check_bool, check_int, env_info, env_infos, env_layers, object_array, range_text
+from goalenvs.core import (
+    available_memory,
+    check_bool,
+    check_int,
+    env_info,
+    env_infos,
+    env_layers,
+    object_array,
+    range_text,
+)
 
 __all__ = [
     "check_bool",
@@ -63,34 +71,3 @@ def time_limit(env: Any) -> tuple[int, int] | None:
         if isinstance(layer, gym.wrappers.TimeLimit):
             return int(layer._elapsed_steps or 0), int(layer._max_episode_steps)
     return None
-
-
-def available_memory() -> int | None:
-    """Bytes of memory new allocations can use, or None where this cannot be told.
-
-    psutil's ``virtual_memory().available`` when psutil is installed (as stable-baselines3), else
-    Linux's ``MemAvailable`` (``/proc/meminfo``); either way no more than a cgroup v2 memory limit
-    leaves (``/sys/fs/cgroup/memory.max`` less ``memory.current``: a container's limit). The same
-    estimate as ``her.specs.available_memory`` (HerStorage's check).
-    """
-    available: int | None = None
-    try:
-        available = int(importlib.import_module("psutil").virtual_memory().available)
-    except ImportError:
-        try:
-            with open("/proc/meminfo", "rb") as f:
-                for line in f:
-                    if line.startswith(b"MemAvailable:"):
-                        available = int(line.split()[1]) * 1024  # in kB
-        except (OSError, ValueError, IndexError):
-            pass
-    try:
-        with open("/sys/fs/cgroup/memory.max", "rb") as f:
-            limit = f.read().strip()
-        if limit != b"max":
-            with open("/sys/fs/cgroup/memory.current", "rb") as f:
-                room = max(int(limit) - int(f.read().strip()), 0)
-            available = room if available is None else min(available, room)
-    except (OSError, ValueError):
-        pass
-    return available

@@ -12,7 +12,7 @@ import time
 import gymnasium as gym
 import pytest
 
-from goalenvs._util import available_memory
+from goalenvs.core import available_memory
 from tests.conftest import make_params
 
 FAMILIES = [
