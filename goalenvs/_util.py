@@ -14,12 +14,22 @@ from typing import Any
 import numpy as np
 
 # Defined with the GoalEnv contract (her uses them too); here for goalenvs' own modules.
-from goalenvs.core import check_bool, check_int, env_info, env_infos, env_layers, object_array, range_text
+from goalenvs.core import (
+    available_memory,
+    check_bool,
+    check_int,
+    env_info,
+    env_infos,
+    env_layers,
+    object_array,
+    range_text,
+)
 
 __all__ = [
     "check_bool",
     "check_int",
     "check_real",
+    "available_memory",
     "check_render_mode",
     "env_info",
     "env_infos",

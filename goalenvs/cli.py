@@ -1,4 +1,4 @@
-"""The ``goalenvs`` command: ``goalenvs list`` and ``goalenvs check ENV_ID``.
+"""The ``goalenvs`` command: ``goalenvs list``, ``goalenvs check ENV_ID`` and ``goalenvs --version``.
 
 Exit status of ``check``: 0 when no check failed, 1 when one did (a check that ran past
 ``--timeout`` and an ``env.close()`` that raised included) or the report could not be written, 2
@@ -33,6 +33,7 @@ from typing import Any, NoReturn
 
 import gymnasium as gym
 
+from goalenvs._version import __version__
 from goalenvs.check import CHECKS, CheckReport, CheckResult
 from goalenvs.check.limits import TimeLimitExceeded, deadline, describe_stack, frames_of, stack_of
 from goalenvs.check.runner import DEFAULT_TIMEOUT, MAX_TIMEOUT, hang_message, run_checks
@@ -356,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="goalenvs", description="Goal-conditioned Gymnasium environments and their contract checker."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p_list = sub.add_parser("list", help="list the registered goalenvs ids")
     p_list.set_defaults(func=_cmd_list)

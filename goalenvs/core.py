@@ -20,6 +20,7 @@ The few small checks both use (``check_int``, ``check_bool``, per-env infos) are
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import warnings
 from abc import abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -36,6 +37,7 @@ __all__ = [
     "ConcurrentUseError",
     "GoalEnv",
     "GoalEnvError",
+    "available_memory",
     "check_bool",
     "check_goal_space",
     "check_int",
@@ -521,3 +523,34 @@ def object_array(items: Sequence[Any]) -> np.ndarray:
     for i, item in enumerate(items):
         out[i] = item
     return out
+
+
+def available_memory() -> int | None:
+    """Bytes of memory new allocations can use, or None where this cannot be told.
+
+    psutil's ``virtual_memory().available`` when psutil is installed (as stable-baselines3), else
+    Linux's ``MemAvailable`` (``/proc/meminfo``); either way no more than a cgroup v2 memory limit
+    leaves (``/sys/fs/cgroup/memory.max`` less ``memory.current``: a container's limit). The native
+    vector envs' ``num_envs`` check uses it, and HerStorage's memory check may.
+    """
+    available: int | None = None
+    try:
+        available = int(importlib.import_module("psutil").virtual_memory().available)
+    except ImportError:
+        try:
+            with open("/proc/meminfo", "rb") as f:
+                for line in f:
+                    if line.startswith(b"MemAvailable:"):
+                        available = int(line.split()[1]) * 1024  # in kB
+        except (OSError, ValueError, IndexError):
+            pass
+    try:
+        with open("/sys/fs/cgroup/memory.max", "rb") as f:
+            limit = f.read().strip()
+        if limit != b"max":
+            with open("/sys/fs/cgroup/memory.current", "rb") as f:
+                room = max(int(limit) - int(f.read().strip()), 0)
+            available = room if available is None else min(available, room)
+    except (OSError, ValueError):
+        pass
+    return available

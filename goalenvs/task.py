@@ -17,8 +17,9 @@ for the batch, and the single env takes row 0. A task function never learns whic
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -35,9 +36,11 @@ __all__ = [
     "TaskGoalFunctions",
     "as_actions",
     "check_finite_action",
+    "check_reset_options",
     "first_info",
     "first_obs",
     "first_scored",
+    "seed_array",
     "seed_generators",
 ]
 
@@ -53,10 +56,42 @@ NONE = np.zeros(0, dtype=np.intp)
 NONE.flags.writeable = False
 
 
+#: Seeds below this fit a uint64 array; larger ones (any int >= 0 is a seed) go in an object array.
+SEED_LIMIT_U64 = 2**64
+
+
+def seed_array(seeds: list[int]) -> np.ndarray:
+    """Seeds (Python ints >= 0, any size, as ``np.random.SeedSequence`` takes) as the array
+    :meth:`Task.seed` takes: uint64 when every seed fits, else an object array of the ints themselves."""
+    if all(seed < SEED_LIMIT_U64 for seed in seeds):
+        return np.array(seeds, dtype=np.uint64)
+    array = np.empty(len(seeds), dtype=object)
+    array[:] = seeds
+    return array
+
+
 def seed_generators(rngs: list[Any], seeds: np.ndarray, envs: np.ndarray) -> None:
     """Give env ``envs[j]`` the generator ``gym.Env.reset(seed=seeds[j])`` makes (``rngs`` is indexed by env)."""
     for seed, i in zip(seeds.tolist(), envs.tolist(), strict=True):
         rngs[i] = seeding.np_random(seed)[0]
+
+
+def check_reset_options(options: Any, accepted: Sequence[str]) -> None:
+    """Refuse, in one line naming them and ``accepted``, ``reset`` options with a key no family knows.
+
+    One rule for every family, single and vector (a misspelt option silently ignored would start
+    episodes the caller did not ask for): None and ``{}`` pass; anything but a dict is a ``TypeError``.
+    """
+    if options is None:
+        return
+    if not isinstance(options, Mapping):
+        raise TypeError(
+            f"reset options must be None or a dict with keys from {list(accepted)}, got "
+            f"{type(options).__name__} ({options!r})"
+        )
+    unknown = sorted((key for key in options if key not in accepted), key=repr)
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {unknown}; accepted: {list(accepted)}")
 
 
 _SHOWN = 4  # non-finite entries quoted in the error, at most
@@ -99,8 +134,11 @@ class Task(ABC):
     """
 
     #: Info keys that only a step reports: an episode that has just started (``reset``, autoreset)
-    #: leaves them out (Fetch, whose ``reset`` info is empty as Gymnasium-Robotics' is).
+    #: leaves them out. No goalenvs family has one (a reset info with the step's keys is what Minari's
+    #: ``DataCollector(record_infos=True)`` needs), but the vector env's masks support them.
     step_only_info_keys: ClassVar[tuple[str, ...]] = ()
+    #: The keys ``reset(options=...)`` accepts; any other is refused (:func:`check_reset_options`).
+    reset_option_keys: ClassVar[tuple[str, ...]] = ()
     #: What one env's action holds, for the error on an action of the wrong shape or a non-finite one.
     action_help: str = ""
 
@@ -120,7 +158,8 @@ class Task(ABC):
 
     @abstractmethod
     def seed(self, state: Any, seeds: np.ndarray, envs: np.ndarray) -> None:
-        """Give ``envs`` the random streams a single env reset with ``seeds`` (int64 >= 0) draws from."""
+        """Give ``envs`` the random streams a single env reset with ``seeds`` draws from (ints >= 0 of any
+        size: a uint64 array, or an object array of Python ints when one is >= 2**64; see :func:`seed_array`)."""
 
     @abstractmethod
     def reset(self, state: Any, envs: np.ndarray, options: dict[str, Any] | None) -> None:
@@ -152,6 +191,21 @@ class Task(ABC):
         Reward and flags are the task's ``compute_*`` on ``(obs, info)``, from shared intermediate
         results where that saves work (each through the same functions ``compute_*`` call).
         """
+
+    def min_bytes_per_env(self) -> int:
+        """A lower estimate of the memory one env of a vector env takes (its state, a step's
+        observation, info and temporaries), for refusing a ``num_envs`` that cannot fit before
+        allocating it. Here: 5 copies of one observation (the state's, ``observe``'s, the returned
+        batch, temporaries) and 2 of one action, plus 128 bytes of counters, flags, reward and info
+        arrays: below what BitFlip (bits: 370 bytes; images) and Parking were measured to take; a
+        task with more (Fetch's ``MjData``) adds it."""
+
+        def nbytes(space: spaces.Space) -> int:
+            shape, dtype = space.shape or (1,), space.dtype or np.dtype(np.int64)
+            return math.prod(shape) * dtype.itemsize
+
+        obs = sum(nbytes(space) for space in self.observation_space.values())
+        return 5 * obs + 2 * nbytes(self.action_space) + 128
 
     def reset_info(self, state: Any, obs: Obs) -> dict[str, Any]:
         """The info of episodes that have just started: the step info without ``step_only_info_keys``."""
@@ -283,10 +337,12 @@ class TaskEnv(TaskGoalFunctions, GoalEnv[Obs, Any]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[Obs, dict[str, Any]]:
+        check_reset_options(options, self._task.reset_option_keys)  # before anything changes
         super().reset(seed=seed, options=options)
         task, state = self._task, self._state
         if seed is not None:
-            task.seed(state, np.array([seed], dtype=np.int64), ONE)
+            # gym.Env.reset has checked it (an int >= 0, of any size, as SeedSequence takes).
+            task.seed(state, seed_array([int(seed)]), ONE)
         elif not self._seeded:  # unseeded: a seed from the (entropy-seeded) np_random
             task.seed(state, self.np_random.integers(0, 2**63, size=1, dtype=np.int64), ONE)
         self._seeded = True

@@ -1,4 +1,4 @@
-"""One base for goalenvs' native vector envs: seeding, both autoreset modes and the info masks.
+"""One base for goalenvs' native vector envs: seeding, the autoreset modes and the info masks.
 
 A native vector env steps N copies of a task as one batch of arrays. What differs between tasks is
 how an episode starts, how the state advances and what is observed; what is the same is everything
@@ -11,7 +11,10 @@ Gymnasium's vector API asks around that, and it lives here, once:
   one, ignores that env's action and returns its first observation with reward 0, terminated and
   truncated False) or ``SAME_STEP`` (the ended env restarts within the step and reports its new
   episode's reset info; its last observation and info are in ``info["final_obs"]`` /
-  ``info["final_info"]``).
+  ``info["final_info"]``) or ``DISABLED`` (Gymnasium 1.1's: no autoreset; the caller resets the
+  ended envs with ``reset(options={"reset_mask": mask})``, which resets only the envs of the mask
+  (an int seed ``s`` still seeds env ``i`` with ``s + i``) and reports only their info, as
+  Gymnasium's vector envs do; torchrl's ``GymWrapper`` works this way).
 * **infos**: exactly what Gymnasium's ``SyncVectorEnv`` of the single envs returns (tested key for
   key): a dict of arrays with ``"_" + key`` masks (by default every env reports every key); with
   ``SAME_STEP``, and only in a step that ends an episode, ``info["final_obs"]`` is an object array
@@ -46,21 +49,31 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from goalenvs._util import check_bool, check_int, check_render_mode
+from goalenvs._util import available_memory, check_bool, check_int, check_render_mode
 from goalenvs.core import ConcurrentUseError  # defined with the contract: her raises it too
-from goalenvs.task import Task, TaskGoalFunctions, as_actions
+from goalenvs.task import (
+    SEED_LIMIT_U64,
+    Task,
+    TaskGoalFunctions,
+    as_actions,
+    check_reset_options,
+    seed_array,
+)
 
 __all__ = [
     "AUTORESET_MODES",
     "ClosedVectorEnvError",
     "ConcurrentUseError",
     "NativeVectorEnv",
+    "NumEnvsMemoryError",
+    "SeedError",
     "check_autoreset_mode",
     "env_seeds",
 ]
 
-#: The autoreset modes every native vector env offers.
-AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP)
+#: The autoreset modes every native vector env offers (``DISABLED``: no autoreset; the caller resets
+#: ended envs with ``reset(options={"reset_mask": mask})``, as torchrl's ``GymWrapper`` does).
+AUTORESET_MODES = (AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED)
 
 Obs = dict[str, np.ndarray]
 
@@ -84,17 +97,51 @@ def check_autoreset_mode(mode: Any) -> AutoresetMode:
     return parsed
 
 
+class NumEnvsMemoryError(MemoryError, ValueError):
+    """A ``num_envs`` whose arrays cannot fit in the memory available: a ``MemoryError`` and, as the
+    argument's error, a ``ValueError``."""
+
+
+def check_num_envs_memory(name: str, num_envs: int, bytes_per_env: int) -> None:
+    """Refuse, in one line and before anything is allocated, ``num_envs`` envs of at least
+    ``bytes_per_env`` bytes each when they exceed the memory available (nothing when it cannot be told)."""
+    needed, available = num_envs * bytes_per_env, available_memory()
+    if available is None or needed <= available:
+        return
+    raise NumEnvsMemoryError(
+        f"{name}(num_envs={num_envs}) needs at least {needed:,} bytes ({needed / 2**30:,.1f} GiB: "
+        f"{bytes_per_env:,} bytes per env), more than the {available:,} bytes ({available / 2**30:,.1f} "
+        f"GiB) of memory available; lower num_envs (at most about {available // bytes_per_env:,} fit)"
+    )
+
+
+class SeedError(gym.error.Error, ValueError):
+    """A negative seed: refused as Gymnasium refuses it (its ``gym.error.Error``), and a ``ValueError``."""
+
+
+def _check_seed(name: str, seed: Any) -> int:
+    """``seed`` as an int >= 0 of any size (what ``np.random.SeedSequence`` takes), or a one-line error."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"{name} must be an int >= 0, got {type(seed).__name__} ({seed!r})")
+    if seed < 0:
+        raise SeedError(f"{name} must be >= 0 (Gymnasium's rule), got {seed}")
+    return int(seed)
+
+
 def env_seeds(seed: Any, num_envs: int) -> np.ndarray | None:
     """The per-env seeds ``reset(seed=...)`` asks for: an int ``s`` gives ``s, s + 1, ...``, a list gives
-    itself, None gives None (int64 array of shape ``(num_envs,)``)."""
+    itself, None gives None (shape ``(num_envs,)``: uint64, or an object array of Python ints when one
+    is >= 2**64, see :func:`goalenvs.task.seed_array`). Any int >= 0 is a seed, as in Gymnasium."""
     if seed is None:
         return None
     if isinstance(seed, (list, tuple, np.ndarray)):
         if len(seed) != num_envs:
             raise ValueError(f"seed as a list must hold {num_envs} ints >= 0, got {seed!r}")
-        return np.array([check_int(f"seed[{i}]", s, 0) for i, s in enumerate(seed)], dtype=np.int64)
-    first = check_int("seed", seed, 0)
-    return first + np.arange(num_envs, dtype=np.int64)
+        return seed_array([_check_seed(f"seed[{i}]", s) for i, s in enumerate(seed)])
+    first = _check_seed("seed", seed)
+    if first + num_envs <= SEED_LIMIT_U64:  # the common case, without a Python int per env
+        return np.arange(num_envs, dtype=np.uint64) + np.uint64(first)
+    return seed_array([first + i for i in range(num_envs)])
 
 
 class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
@@ -107,6 +154,12 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
     """
 
     metadata: dict[str, Any] = {"autoreset_mode": AutoresetMode.NEXT_STEP}
+
+    @property
+    def autoreset_mode(self) -> AutoresetMode:
+        """The autoreset mode, as an attribute as on Gymnasium's own vector envs (torchrl reads it
+        there); the same as ``metadata["autoreset_mode"]``."""
+        return self.metadata["autoreset_mode"]
 
     # ---- set up by the family's __init__ ------------------------------------------------------------
 
@@ -121,6 +174,7 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
         """Validate ``num_envs``, ``render_mode``, ``autoreset_mode`` and ``batched_final_obs``, build
         the batched spaces and the task's state of ``num_envs`` envs."""
         self.num_envs = check_int("num_envs", num_envs, 1)
+        check_num_envs_memory(type(self).__name__, self.num_envs, task.min_bytes_per_env())
         self.render_mode = check_render_mode(render_mode, type(self).metadata.get("render_modes", []))
         mode = check_autoreset_mode(autoreset_mode)
         self.batched_final_obs = check_bool("batched_final_obs", batched_final_obs)
@@ -225,20 +279,53 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
 
     def _reset(self, seed: Any, options: dict[str, Any] | None) -> tuple[Obs, dict[str, Any]]:
         task, state = self._task, self._state
+        mask, options = self._reset_mask(options)
+        check_reset_options(options, task.reset_option_keys)  # before anything changes
         seeds = env_seeds(seed, self.num_envs)
-        if seeds is None and not self._seeded:  # first reset without a seed: fresh entropy
+        if not self._seeded and (seeds is None or mask is not None):  # first reset: fresh entropy
             super().reset()
-            seeds = self.np_random.integers(0, 2**63, size=self.num_envs, dtype=np.int64)
-        elif seeds is not None:
-            super().reset(seed=int(seeds[0]))
-        if seeds is not None:
-            task.seed(state, seeds, self._all_envs)
+            task.seed(
+                state, self.np_random.integers(0, 2**63, size=self.num_envs, dtype=np.int64), self._all_envs
+            )
             self._seeded = True
-        task.reset(state, self._all_envs, options)
-        self._autoreset[:] = False
-        self._fresh[:] = True
+        if seeds is not None:
+            super().reset(seed=int(seeds[0]))
+        envs = self._all_envs if mask is None else np.flatnonzero(mask)
+        if seeds is not None:
+            task.seed(state, seeds if mask is None else seeds[mask], envs)
+            self._seeded = True
+        task.reset(state, envs, options)
+        self._autoreset[envs] = False
+        self._fresh[envs] = True
         obs = task.observe(state)
-        return obs, self._masked(task.score(state, obs)[0])
+        info = self._masked(task.score(state, obs)[0])
+        if mask is not None:  # as Gymnasium's vector envs: only the envs reset report their info
+            for key in [key for key in info if not key.startswith("_")]:
+                value = info[key] = info[key].copy()
+                value[~mask] = 0
+                info["_" + key] = info["_" + key] & mask
+        return obs, info
+
+    def _reset_mask(self, options: dict[str, Any] | None) -> tuple[np.ndarray | None, dict[str, Any] | None]:
+        """``options["reset_mask"]`` (Gymnasium's: a bool array of shape ``(num_envs,)``, some True: the
+        envs to reset) checked as Gymnasium checks it, and the other options (the caller's dict is
+        left as it is)."""
+        if not isinstance(options, dict) or "reset_mask" not in options:
+            return None, options
+        options = dict(options)
+        mask = options.pop("reset_mask")
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_ or mask.shape != (self.num_envs,):
+            got = (
+                f"{type(mask).__name__} of shape {mask.shape} and dtype {mask.dtype}"
+                if isinstance(mask, np.ndarray)
+                else type(mask).__name__
+            )
+            raise ValueError(
+                f"options['reset_mask'] must be a bool numpy array of shape ({self.num_envs},), got {got}"
+            )
+        if not mask.any():
+            raise ValueError("options['reset_mask'] must have at least one True entry (the envs to reset)")
+        return mask.copy(), options or None
 
     def _step(self, actions: Any) -> tuple[Obs, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         if not self._seeded:
@@ -257,7 +344,10 @@ class NativeVectorEnv(TaskGoalFunctions, VectorEnv):
         if restart.size:
             reward[restart], terminated[restart], truncated[restart] = 0, False, False
         done = terminated | truncated
-        if self.metadata["autoreset_mode"] != AutoresetMode.SAME_STEP:
+        mode = self.metadata["autoreset_mode"]
+        if mode == AutoresetMode.DISABLED:  # the caller resets ended envs (reset_mask)
+            return obs, reward, terminated, truncated, self._masked(info)
+        if mode != AutoresetMode.SAME_STEP:
             self._autoreset = done
             return obs, reward, terminated, truncated, self._masked(info)
         ended = np.flatnonzero(done)

@@ -174,6 +174,27 @@ def test_no_command_is_a_one_line_usage_error(capsys: pytest.CaptureFixture[str]
     assert err == "goalenvs: error: the following arguments are required: COMMAND (see goalenvs --help)\n"
 
 
+def test_version_prints_the_version_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out == f"goalenvs {goalenvs.__version__}\n"
+    shown = subprocess.run(
+        [sys.executable, "-m", "goalenvs", "--version"], capture_output=True, text=True, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+    )  # fmt: skip
+    assert (shown.returncode, shown.stdout, shown.stderr) == (0, f"goalenvs {goalenvs.__version__}\n", "")
+
+
+@pytest.mark.parametrize("env_id", ["goalenvs/BitFlip-v0", "goalenvs/Parking-v0", "goalenvs/FetchReach-v0"])
+def test_check_takes_any_seed_gymnasium_takes(env_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    seed = str(10**23)
+    assert main(["check", env_id, "--n-steps", "20", "--seed", seed, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["passed"] is True and all(seed not in r["message"] or r["status"] == "pass"
+                                            for r in report["results"])  # fmt: skip
+
+
 def test_python_dash_m_goalenvs_runs_without_traceback() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     ok = subprocess.run(

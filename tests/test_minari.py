@@ -19,30 +19,11 @@ from tests.conftest import make_params
 
 minari = pytest.importorskip("minari")
 pytest.importorskip("jax")  # minari's DataCollector needs it (the minari[create] extra)
-from minari.data_collector.callbacks import StepDataCallback  # noqa: E402
 
 ALL = make_params()
 MAKERS = {entry.id: entry.maker for entry in ENVS}
 STEPS = 12  # per episode at most: a few short episodes per id
 EPISODES = 3
-
-
-class FetchResetInfo(StepDataCallback):
-    """Gives Fetch's empty reset info the keys of its step info (Minari keeps one info layout per episode).
-
-    The same thing as ``examples/offline_her.py``'s callback, written out so this test needs no torch.
-    """
-
-    def __call__(self, env, obs, info, action=None, **kwargs):  # type: ignore[no-untyped-def]
-        step_data = super().__call__(env, obs=obs, info=info, action=action, **kwargs)
-        if action is None and not info and "Fetch" in type(env.unwrapped).__name__:
-            from goalenvs.envs.fetch import fetch_success
-
-            success = fetch_success(
-                obs["achieved_goal"], obs["desired_goal"], env.unwrapped.distance_threshold
-            )
-            step_data["info"] = {"is_success": success, "elapsed_steps": 0}
-        return step_data
 
 
 def _dataset_id(env_id: str, name: str = "random") -> str:
@@ -59,9 +40,8 @@ def _checker_in(env: gym.Env) -> bool:
 
 def _record(env_id: str, seed: int = 0, **make_kwargs):
     """``EPISODES`` random episodes of at most ``STEPS`` steps of ``env_id`` in a DataCollector; its dataset."""
-    collector = minari.DataCollector(
-        gym.make(env_id, **make_kwargs), record_infos=True, step_data_callback=FetchResetInfo
-    )
+    # No step_data_callback: every id's reset info has its step info's keys (issue 45).
+    collector = minari.DataCollector(gym.make(env_id, **make_kwargs), record_infos=True)
     collector.action_space.seed(seed)
     for episode in range(EPISODES):
         collector.reset(seed=seed + episode)
@@ -147,3 +127,32 @@ def test_every_id_records_with_plain_data_collector():
             warnings.simplefilter("ignore", UserWarning)
             dataset = collector.create_dataset(_dataset_id(env_id, "plain"))
         assert dataset.total_steps == 1 and dataset.env_spec.entry_point == MAKERS[env_id]
+
+
+@pytest.mark.parametrize("env_id", ALL)
+def test_plain_collector_with_infos_and_autoseeds_records_every_id(env_id, monkeypatch):
+    """Issue 45: ``DataCollector(env, record_infos=True)`` with no callback, reset without a seed.
+
+    Minari then seeds each reset with ``secrets.randbits(64)``: half such seeds are >= 2**63 (which
+    raised OverflowError), so here they all are; and it keeps the reset's info layout for the episode
+    (Fetch's reset info lacked the step's keys: ``pytree structure error``).
+    """
+    import secrets
+
+    drawn = iter([2**64 - 1, 2**63, 2**63 + 12345])
+    monkeypatch.setattr(secrets, "randbits", lambda bits: next(drawn))
+    collector = minari.DataCollector(gym.make(env_id), record_infos=True)
+    collector.action_space.seed(0)
+    for _ in range(2):
+        collector.reset()
+        for _ in range(4):
+            if any(collector.step(collector.action_space.sample())[2:4]):
+                break
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        dataset = collector.create_dataset(_dataset_id(env_id, "autoseeded"), algorithm_name="random")
+    assert dataset.total_episodes == 2
+    for episode in dataset.iterate_episodes():
+        assert episode.infos["is_success"].shape[0] == len(episode) + 1  # the reset's info, then each step's
+    collector.close()
+    minari.delete_dataset(_dataset_id(env_id, "autoseeded"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, ClassVar, Literal, NoReturn, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_bool, check_int
 from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
-from goalenvs.task import Task, TaskEnv, check_finite_action
+from goalenvs.task import Task, TaskEnv, check_finite_action, check_reset_options
 from goalenvs.vector import NativeVectorEnv
 
 __all__ = ["OBS_TYPES", "BitFlipEnv", "BitFlipState", "BitFlipTask", "BitFlipVectorEnv"]
@@ -62,9 +62,21 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> _SHIFT31)
 
 
+def _fold_seed(seed: int) -> int:
+    """A seed >= 0 as 64 bits: itself below 2**64, else 64 bits of ``np.random.SeedSequence(seed)``'s
+    state (so seeds that differ only above bit 64 still differ)."""
+    if seed < 2**64:
+        return seed
+    return int(np.random.SeedSequence(seed).generate_state(1, np.uint64)[0])
+
+
 def seed_keys(seeds: np.ndarray) -> np.ndarray:
-    """Random-stream keys (uint64) for integer seeds >= 0, one per env."""
-    return _splitmix64(np.asarray(seeds, dtype=np.int64).astype(_U64))
+    """Random-stream keys (uint64) for integer seeds >= 0 of any size, one per env (an int array, or an
+    object array of Python ints; see :func:`goalenvs.task.seed_array`)."""
+    seeds = np.asarray(seeds)
+    if seeds.dtype == object:
+        seeds = np.array([_fold_seed(int(seed)) for seed in seeds.tolist()], dtype=_U64)
+    return _splitmix64(seeds.astype(_U64))
 
 
 def random_bits(keys: np.ndarray, counters: np.ndarray, n_bits: int) -> np.ndarray:
@@ -130,6 +142,7 @@ class BitFlipTask(Task):
     encode them as ``obs_type`` says. See :class:`BitFlipEnv` for the meaning of each field.
     """
 
+    reset_option_keys: ClassVar[tuple[str, ...]] = ("goal", "state")
     n_bits: int = 10
     continuous: bool = False
     max_steps: int | None = None
@@ -392,11 +405,7 @@ class BitFlipTask(Task):
 
     def _apply_options(self, state: BitFlipState, envs: np.ndarray, options: dict[str, Any]) -> None:
         """``reset(options={"state": bits, "goal": bits})``: either or both set, for every env reset."""
-        unknown = set(options) - {"state", "goal"}
-        if unknown:
-            raise ValueError(
-                f"reset options accepts the keys ['goal', 'state'], got unknown {sorted(unknown)}"
-            )
+        check_reset_options(options, self.reset_option_keys)
         for key, target in (("state", state.bits), ("goal", state.goal)):
             if key in options:
                 bits = np.asarray(options[key])
@@ -547,8 +556,9 @@ class BitFlipVectorEnv(NativeVectorEnv):
     ## Vector specifics
     * ``num_envs`` (int >= 1). ``reset(seed=s)`` seeds env ``i`` with ``s + i`` (a list seeds each env),
       so env ``i`` replays exactly what ``BitFlipEnv`` reset with seed ``s + i`` does.
-    * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's) or ``SAME_STEP``
-      (declared in ``metadata["autoreset_mode"]``). ``info`` is what Gymnasium's ``SyncVectorEnv``
+    * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's), ``SAME_STEP`` or
+      ``DISABLED`` (reset ended envs with ``options={"reset_mask": mask}``; torchrl's choice), the
+      ``autoreset_mode`` attribute and ``metadata["autoreset_mode"]``. ``info`` is what Gymnasium's ``SyncVectorEnv``
       of ``BitFlipEnv`` returns, key for key: with ``SAME_STEP``, in a step that ends an episode,
       ``info["final_obs"]`` is an object array holding each ended env's last observation dict (None
       elsewhere) and ``info["final_info"]`` their last infos (a dict of arrays with its own masks).

@@ -223,7 +223,7 @@ def test_bad_vector_arguments():
     with pytest.raises(ValueError, match="num_envs must be >= 1"):
         BitFlipVectorEnv(num_envs=0)
     with pytest.raises(ValueError, match="autoreset_mode must be one of"):
-        BitFlipVectorEnv(num_envs=2, autoreset_mode="Disabled")
+        BitFlipVectorEnv(num_envs=2, autoreset_mode="Sometimes")
     env = BitFlipVectorEnv(num_envs=2)
     with pytest.raises(ValueError, match="must hold 2 ints"):
         env.reset(seed=[1, 2, 3])

@@ -251,7 +251,7 @@ def test_same_step_reset_options_and_make_vec():
 
 def test_bad_autoreset_mode():
     with pytest.raises(ValueError, match="autoreset_mode must be one of"):
-        ParkingVectorEnv(num_envs=2, autoreset_mode="Disabled")
+        ParkingVectorEnv(num_envs=2, autoreset_mode="Sometimes")
     with pytest.raises(ValueError, match="autoreset_mode must be one of"):
         ParkingVectorEnv(num_envs=2, autoreset_mode=None)
 

@@ -29,18 +29,18 @@ _VECTOR_DOC = """
     * ``num_threads`` (int >= 1, default ``os.cpu_count()``, capped at ``num_envs``): threads that step
       the physics, each a contiguous chunk of envs. With 1 no thread pool is made. The results do not
       depend on it.
-    * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's) or ``SAME_STEP``
-      (declared in ``metadata["autoreset_mode"]``). With ``SAME_STEP``, in a step that ends an
+    * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's), ``SAME_STEP`` or
+      ``DISABLED`` (reset ended envs with ``options={"reset_mask": mask}``; torchrl's choice), the
+      ``autoreset_mode`` attribute and ``metadata["autoreset_mode"]``. With ``SAME_STEP``, in a step that ends an
       episode, ``info["final_obs"]`` is an object array holding each ended env's last observation
       dict (None elsewhere) and ``info["final_info"]`` their last infos (a dict of arrays with its
       own masks), as in a ``SyncVectorEnv`` of ``FetchEnv``.
     * ``batched_final_obs`` (opt-in, ``SAME_STEP`` only): ``info["final_obs"]`` is one dict of
       ``(num_envs, ...)`` arrays instead, rows valid where ``info["_final_obs"]``.
     * ``info`` holds ``is_success`` (float32) and ``elapsed_steps`` (int64) arrays of shape
-      ``(num_envs,)``. ``FetchEnv.reset`` returns an empty info, so an env whose episode has just
-      started (at ``reset``, or by an autoreset) reports none: its ``"_is_success"`` and
-      ``"_elapsed_steps"`` masks are False (its entries 0), and where no env has stepped in its
-      episode the keys are left out, as in a ``SyncVectorEnv`` of ``FetchEnv``.
+      ``(num_envs,)``, every env reporting both (all-True masks): an env whose episode has just
+      started (at ``reset``, or by an autoreset) reports ``FetchEnv.reset``'s info, the success of
+      its start state and 0 elapsed steps, as in a ``SyncVectorEnv`` of ``FetchEnv``.
     * ``compute_reward`` / ``compute_terminated`` / ``compute_truncated`` are the single env's, on the
       batches this env returns.
     * ``render()`` (``render_mode="rgb_array"``) returns a tuple of ``num_envs`` frames, as

@@ -21,6 +21,7 @@ from goalenvs.core import NO_INFO_CAUSE, info_values_or_default
 from goalenvs.envs.parking.config import ParkingConfig
 from goalenvs.envs.parking.lot import MAX_SPEED, OBS_SCALES, POSE_LIMIT
 from goalenvs.envs.parking.render import IMAGE_SIZE, RENDER_MODES, background_frame, render_frame
+from goalenvs.envs.parking.scenes import OPTION_KEYS
 from goalenvs.envs.parking.sim import ParkingBatch
 from goalenvs.task import Task, TaskEnv, seed_generators
 from goalenvs.vector import NativeVectorEnv
@@ -147,6 +148,7 @@ class ParkingTask(Task):
     """
 
     action_help = "acceleration and steering, clipped to [-1, 1]"
+    reset_option_keys = OPTION_KEYS
 
     def __init__(self, config: ParkingConfig) -> None:
         self.config = config
@@ -429,8 +431,9 @@ class ParkingVectorEnv(NativeVectorEnv):
       episode ends resets it, ignores its action and returns its first observation with reward 0,
       terminated and truncated False) or ``SAME_STEP`` (the lot restarts within the step; in a step
       that ends an episode, ``info["final_obs"]`` is an object array holding each ended lot's last
-      observation dict, None elsewhere, and ``info["final_info"]`` their last infos). Declared in
-      ``metadata["autoreset_mode"]``;
+      observation dict, None elsewhere, and ``info["final_info"]`` their last infos) or ``DISABLED``
+      (reset ended lots with ``options={"reset_mask": mask}``; torchrl's choice). The
+      ``autoreset_mode`` attribute and ``metadata["autoreset_mode"]``;
     * ``batched_final_obs`` (opt-in, ``SAME_STEP`` only): ``info["final_obs"]`` is one dict of
       ``(num_envs, ...)`` arrays instead, rows valid where ``info["_final_obs"]``.
 

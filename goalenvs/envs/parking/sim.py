@@ -32,6 +32,7 @@ from goalenvs.envs.parking.lot import (
     goal_observation,
 )
 from goalenvs.envs.parking.scenes import OPTION_KEYS, draw_scenes, pose_option
+from goalenvs.task import check_reset_options
 
 __all__ = ["ParkingBatch"]
 
@@ -157,9 +158,7 @@ class ParkingBatch:
         idx = np.arange(self.n) if idx is None else idx
         ego_pose = goal_pose = None
         if options:
-            unknown = sorted(set(options) - set(OPTION_KEYS))
-            if unknown:
-                raise ValueError(f"unknown reset option(s) {unknown}; accepted: {list(OPTION_KEYS)}")
+            check_reset_options(options, OPTION_KEYS)
             ego_pose = pose_option(options, "ego_pose", self.n)
             goal_pose = pose_option(options, "goal_pose", self.n)
             ego_pose = None if ego_pose is None else ego_pose[idx]
