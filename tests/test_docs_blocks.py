@@ -120,8 +120,10 @@ def test_no_page_shows_a_test_switch_in_user_code() -> None:
 
 def _env(folder: Path) -> dict[str, str]:
     env = dict(os.environ, OMP_NUM_THREADS="1", MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
-    # What a block writes stays in its folder: Minari datasets too (else ~/.minari/datasets).
-    env["MINARI_DATASETS_PATH"] = str(folder / "minari")
+    # A home of its own, so that what a block would write there (~/.minari/datasets) is seen and
+    # never lands in the user's; no MINARI_DATASETS_PATH: a block that makes datasets chooses its folder.
+    env["HOME"] = str(folder / "home")
+    env.pop("MINARI_DATASETS_PATH", None)
     # This checkout first, whatever else is installed (an editable install of another clone).
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
@@ -145,8 +147,26 @@ def _on_the_page(text: str, script: Path, block: Block) -> str:
     ids=lambda b: b.where,
 )
 def test_the_block_runs_on_its_own(block: Block, tmp_path: Path) -> None:
+    _run(block, tmp_path)
+
+
+@pytest.mark.parametrize(
+    "block", [b for b in BLOCKS if "minari" in b.code and not b.skip], ids=lambda b: b.where
+)
+def test_a_block_that_makes_datasets_runs_twice_and_writes_nothing_into_home(
+    block: Block, tmp_path: Path
+) -> None:
+    """A user runs a docs block again: Minari's "dataset ... already exists" must not stop it, and the
+    user's ~/.minari stays as it was."""
+    _run(block, tmp_path)
+    _run(block, tmp_path)
+    assert not (tmp_path / "home" / ".minari").exists(), f"{block.where} wrote into ~/.minari"
+
+
+def _run(block: Block, tmp_path: Path) -> None:
     script = tmp_path / "block.py"
     script.write_text(shortened(block.code), encoding="utf-8")
+    (tmp_path / "home").mkdir(exist_ok=True)
     try:
         result = subprocess.run(
             [sys.executable, str(script)],
