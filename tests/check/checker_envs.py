@@ -249,6 +249,28 @@ class MovingGoalEnv(ReachEnv):
         return super().step(action)
 
 
+class RotatedGoalEnv(ReachEnv):
+    """A correct env whose desired goal is recomputed at every step through a change of frame (into a
+    base frame that turns with the arm and back), so it differs from the reset's by rounding (~1e-17)."""
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        obs = super()._obs()
+        angle = 7.0 * float(self.pos[0])
+        c, s = np.cos(angle), np.sin(angle)
+        rotation = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        obs["desired_goal"] = rotation.T @ (rotation @ self.goal)
+        return obs
+
+
+class DriftingGoalEnv(ReachEnv):
+    """The desired goal drifts by 1e-3 per step (a goal tracked with a slipping estimate): a real drift,
+    far above rounding though below the 0.05 success threshold."""
+
+    def step(self, action: np.ndarray):
+        self.goal = self.goal + 1e-3
+        return super().step(action)
+
+
 class NoSuccessInfoEnv(ReachEnv):
     """info has no 'is_success' (only 'success')."""
 

@@ -51,6 +51,15 @@ def test_correct_env_passes_every_check(terminate_on_success: bool) -> None:
     report.raise_if_failed()  # does nothing
 
 
+def test_goal_recomputed_through_a_rotation_passes_with_a_note() -> None:
+    # Rounding (~1e-17) is no goal change: every reward is right and HER is unaffected.
+    report = check_goal_env(ce.make_reach(ce.RotatedGoalEnv))
+    assert not_pass(report) == {}
+    message = report.result("desired_goal_fixed").message
+    assert message.startswith("desired_goal stayed fixed within each of the")
+    assert "Note: it moved by at most" in message and "float rounding" in message
+
+
 def test_info_batch_read_with_info_values_passes() -> None:
     assert not_pass(check_goal_env(ce.make_reach(ce.BatchedInfoEnv))) == {}
 
@@ -131,6 +140,10 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
     (
         "goal redrawn mid-episode", reach(ce.MovingGoalEnv), "desired_goal_fixed", "fail",
         "desired_goal changed within an episode at its step 10", {},
+    ),
+    (
+        "goal drifts by 1e-3 a step", reach(ce.DriftingGoalEnv), "desired_goal_fixed", "fail",
+        "desired_goal changed within an episode at its step 1", {},
     ),
     (
         "no is_success", reach(ce.NoSuccessInfoEnv), "is_success", "warn",
