@@ -131,6 +131,13 @@ CHECKS: tuple[Check, ...] = (
         after=_REWARD,
     ),
     Check(
+        "goal_dtypes", fns.check_goal_dtypes, "fail",
+        "`compute_reward` / `compute_terminated` / `compute_truncated` give the same results on float32 and "
+        "float64 copies of the goals (integer goals: the space's dtype) as on those emitted, what buffers "
+        "store; rows that rounding the goals moves across a threshold are not counted",
+        after=_REWARD,
+    ),
+    Check(
         "vector_batch_reward", fns.check_vector_batch_reward, "fail",
         "`compute_reward` on a step batch has shape `(num_envs,)` and equals the rewards",
         envs="vector", after=_REWARD,

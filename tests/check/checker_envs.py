@@ -271,6 +271,41 @@ class DriftingGoalEnv(ReachEnv):
         return super().step(action)
 
 
+class WorldFrameRewardEnv(ReachEnv):
+    """compute_reward measures the distance in a world frame 1000 units away, in the expanded form
+    |a|^2 - 2 a.d + |d|^2 and in the goals' own dtype: exact enough in float64, which the env emits, but
+    float32 copies (what many buffers store) cancel to noise far above the threshold."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        a = np.asarray(achieved_goal) + 1000.0
+        d = np.asarray(desired_goal) + 1000.0
+        squared = (a * a).sum(-1) - 2 * (a * d).sum(-1) + (d * d).sum(-1)
+        return -(squared > THRESHOLD**2).astype(np.float64)
+
+
+class ByteViewRewardEnv(ReachEnv):
+    """compute_reward reads the goals' bytes as float64 (``.view``), right only for the dtype emitted."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        a = np.ascontiguousarray(achieved_goal).view(np.float64)
+        d = np.ascontiguousarray(desired_goal).view(np.float64)
+        return -(np.linalg.norm(a - d, axis=-1) > THRESHOLD).astype(np.float64)
+
+
+class OnThresholdEnv(ReachEnv):
+    """A correct env whose arm rests at the success threshold from the goal (the distance is 0.05 up to
+    float64 rounding): float32 copies of the goals put about half those rows on the other side."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = super().reset(seed=seed, options=options)
+        direction = self.np_random.normal(size=3)
+        self.pos = self.goal + THRESHOLD * direction / np.linalg.norm(direction)
+        return self._obs(), info
+
+    def _move(self, action: np.ndarray) -> None:
+        self.vel = np.zeros(3)
+
+
 class NoSuccessInfoEnv(ReachEnv):
     """info has no 'is_success' (only 'success')."""
 

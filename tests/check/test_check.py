@@ -24,6 +24,7 @@ import goalenvs
 import goalenvs.core
 from goalenvs import CheckReport, GoalEnvError, check_goal_env
 from goalenvs.check import CHECKS
+from goalenvs.check.context import Context
 from goalenvs.check.limits import TimeLimitExceeded, deadline
 from tests.check import checker_envs as ce
 from tests.conftest import make_params
@@ -58,6 +59,21 @@ def test_goal_recomputed_through_a_rotation_passes_with_a_note() -> None:
     message = report.result("desired_goal_fixed").message
     assert message.startswith("desired_goal stayed fixed within each of the")
     assert "Note: it moved by at most" in message and "float rounding" in message
+
+
+def test_goals_that_rounding_moves_across_the_threshold_pass_goal_dtypes() -> None:
+    # The arm rests at the threshold: float32 copies flip some sparse rewards, and the function is right.
+    env = ce.make_reach(ce.OnThresholdEnv)
+    ctx = Context(ce.make_reach(ce.OnThresholdEnv), n_steps=200, seed=0)
+    ctx.record()
+    probe, fn = ctx.probe(), ctx.fn("compute_reward")
+    flipped = fn(probe["ag"], probe["mixed"], None) != fn(
+        probe["ag"].astype(np.float32), probe["mixed"].astype(np.float32), None
+    )
+    assert flipped.any()  # the case is exercised
+    report = check_goal_env(env)
+    assert report.result("goal_dtypes").status == "pass", report.result("goal_dtypes").message
+    assert not_pass(report) == {"reset_goals": "warn"}  # about half the resets are at the goal
 
 
 def test_info_batch_read_with_info_values_passes() -> None:
@@ -144,6 +160,17 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
     (
         "goal drifts by 1e-3 a step", reach(ce.DriftingGoalEnv), "desired_goal_fixed", "fail",
         "desired_goal changed within an episode at its step 1", {},
+    ),
+    (
+        "compute_reward cancels in float32", reach(ce.WorldFrameRewardEnv), "goal_dtypes", "fail",
+        "compute_reward on float32 copies of the goals disagrees with the goals as the env emits them "
+        "(float64) at",
+        {},
+    ),
+    (
+        "compute_reward views the goals' bytes", reach(ce.ByteViewRewardEnv), "goal_dtypes", "fail",
+        "compute_reward raised ValueError",
+        {},
     ),
     (
         "no is_success", reach(ce.NoSuccessInfoEnv), "is_success", "warn",
