@@ -228,7 +228,7 @@ def _dtype_variants(emitted: np.dtype, space_dtype: np.dtype | None) -> list[np.
     if np.issubdtype(emitted, np.inexact) or (
         space_dtype is not None and np.issubdtype(space_dtype, np.inexact)
     ):
-        wanted = [np.dtype(np.float32), np.dtype(np.float64)]
+        wanted: list[np.dtype] = [np.dtype(np.float32), np.dtype(np.float64)]
     else:
         wanted = []
     if space_dtype is not None:
