@@ -12,6 +12,9 @@ integration work per step, to emulate a simulator's cost in benchmarks.
 from __future__ import annotations
 
 import ctypes
+import os
+import signal
+import sys
 import time
 from typing import Any
 
@@ -859,6 +862,46 @@ class CloseHangsEnv(ReachEnv):
         time.sleep(10**6)
 
 
+# ---- envs whose process ends or forks: the CLI runs the checks in a child process and reports its end ---
+
+
+class SysExitStepEnv(ReachEnv):
+    """``step`` calls ``sys.exit(3)`` (a script's error handling copied into an env)."""
+
+    def step(self, action: np.ndarray):
+        sys.exit(3)
+
+
+class OsExitStepEnv(ReachEnv):
+    """``step`` calls ``os._exit(7)``: the process ends at once, nothing unwinds."""
+
+    def step(self, action: np.ndarray):
+        os._exit(7)
+
+
+class SegfaultStepEnv(ReachEnv):
+    """``step`` crashes the process with SIGSEGV, as a simulator's C code can."""
+
+    def step(self, action: np.ndarray):
+        os.kill(os.getpid(), signal.SIGSEGV)
+        return super().step(action)
+
+
+class ForkingStepEnv(ReachEnv):
+    """The first ``step`` forks a helper process that sleeps forever and is never reaped (a simulator
+    server started and forgotten); the env itself is correct."""
+
+    forked = False
+
+    def step(self, action: np.ndarray):
+        if not self.forked:
+            self.forked = True
+            if os.fork() == 0:  # the helper: never returns
+                while True:
+                    time.sleep(1000)
+        return super().step(action)
+
+
 def make_reach(env_cls: type[gym.Env] = ReachEnv, max_episode_steps: int = 50, **kwargs: Any) -> gym.Env:
     """``env_cls(**kwargs)`` under a TimeLimit, as ``gym.make`` would wrap it."""
     return gym.wrappers.TimeLimit(env_cls(**kwargs), max_episode_steps=max_episode_steps)
@@ -873,6 +916,10 @@ for _id, _cls in (
     ("CheckerStuckInC-v0", StuckInCEnv),
     ("CheckerCloseRaises-v0", CloseRaisesEnv),
     ("CheckerCloseHangs-v0", CloseHangsEnv),
+    ("CheckerSysExitStep-v0", SysExitStepEnv),
+    ("CheckerOsExitStep-v0", OsExitStepEnv),
+    ("CheckerSegfaultStep-v0", SegfaultStepEnv),
+    ("CheckerForkingStep-v0", ForkingStepEnv),
 ):
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=_cls, max_episode_steps=50)

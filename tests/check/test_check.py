@@ -564,6 +564,14 @@ def test_check_runs_without_a_limit_off_the_main_thread_and_with_timeout_none() 
     assert check_goal_env(ce.make_reach(), n_steps=20, timeout=None).passed
 
 
+def test_sys_exit_in_step_fails_the_rollout_and_skips_what_needs_it() -> None:
+    report = check_goal_env(ce.make_reach(ce.SysExitStepEnv), n_steps=20)
+    result = report.result("rollout")
+    assert result.status == "fail"
+    assert result.message.startswith("the env called sys.exit(3) in step (at ")
+    assert report.skipped and all(why == "step called sys.exit" for _, why in report.skipped)
+
+
 def test_non_env_is_rejected() -> None:
     with pytest.raises(TypeError, match="gymnasium.Env or gymnasium.vector.VectorEnv"):
         check_goal_env("FetchReach-v4")  # type: ignore[arg-type]
