@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import faulthandler
 import importlib
+import importlib.metadata
 import importlib.util
 import io
 import json
@@ -30,7 +31,7 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 import gymnasium as gym
@@ -78,6 +79,48 @@ def _one_line(err: BaseException) -> str:
     return head + _raised_at(err)
 
 
+def _mujoco_too_new(env_id: str, err: BaseException) -> str:
+    """Advice for Gymnasium-Robotics' ``AssertionError`` on MuJoCo >= 3.12, else ``""``.
+
+    Its ``mujoco_utils`` asserts that a joint's type is one of the ``mujoco.mjtJoint`` values, which
+    MuJoCo 3.12 changed so that they no longer compare equal: every Fetch, Hand and Kitchen env fails
+    in ``__init__`` with a bare ``AssertionError``. Recognised narrowly: that error, raised there.
+    """
+    frames = traceback.extract_tb(err.__traceback__)
+    if not isinstance(err, AssertionError) or not frames:
+        return ""
+    where = os.path.normpath(frames[-1].filename).replace(os.sep, "/")
+    if not where.endswith("gymnasium_robotics/utils/mujoco_utils.py"):
+        return ""
+    try:
+        version = importlib.metadata.version("mujoco")
+        if tuple(int(part) for part in version.split(".")[:2]) < (3, 12):
+            return ""
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return ""
+    name = env_id.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+    ours = f"goalenvs/{name.rsplit('-v', 1)[0]}-v0"
+    alternative = (
+        f", or check {ours}, the same task on MuJoCo 3 and 4"
+        if name.startswith("Fetch") and any(e.id == ours for e in ENVS)
+        else ""
+    )
+    return (
+        f" Gymnasium-Robotics' MuJoCo envs cannot be made on MuJoCo {version} (3.12 and later): its "
+        "mujoco_utils asserts joint types against mujoco.mjtJoint values that no longer compare equal. "
+        f'Fix: pin MuJoCo below 3.12 (pip install "mujoco<3.12"){alternative}.'
+    )
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No warnings, and what is printed to stdout or stderr dropped (a package's notices on import)."""
+    sink = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        warnings.simplefilter("ignore")
+        yield
+
+
 def _registered_by(env_id: str) -> str | None:
     """The known package, installed but not imported, whose import registers ``env_id``; else None."""
     if ":" in env_id:
@@ -87,13 +130,7 @@ def _registered_by(env_id: str) -> str | None:
             continue
         try:
             # Some packages print notices when imported; the error line must stay the only output.
-            quiet = io.StringIO()
-            with (
-                warnings.catch_warnings(),
-                contextlib.redirect_stdout(quiet),
-                contextlib.redirect_stderr(quiet),
-            ):
-                warnings.simplefilter("ignore")
+            with _quiet():
                 module = importlib.import_module(package)
                 gym.register_envs(module)
             gym.spec(env_id)
@@ -297,6 +334,9 @@ def _check(args: argparse.Namespace, progress: _Progress | None) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            if ":" in args.env_id:  # import the package quietly first (its notices are no report)
+                with contextlib.suppress(Exception), _quiet():
+                    importlib.import_module(args.env_id.split(":", 1)[0])
             env = gym.make(args.env_id, **kwargs)
         except Exception as err:  # any failure to make the env is exit status 2
             hint = ""
@@ -309,6 +349,7 @@ def _check(args: argparse.Namespace, progress: _Progress | None) -> int:
                         f" It is registered by {package}, which is installed but not imported: "
                         f"use {package + ':' + args.env_id!r}."
                     )
+            hint = hint or _mujoco_too_new(args.env_id, err)
             print(f"{prog}: error: cannot make {args.env_id!r}: {_one_line(err)}{hint}", file=sys.stderr)
             return EXIT_CANNOT_MAKE
         report = CheckReport(env_id=args.env_id, results=[])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -482,3 +483,34 @@ def test_processes_the_env_leaves_running_are_ended() -> None:
         "goalenvs check: note: the env left processes running after the checks (started while checking "
         "it); they were killed.\n"
     )
+
+
+def _mujoco_version() -> tuple[int, ...]:
+    import importlib.metadata
+
+    try:
+        return tuple(int(p) for p in importlib.metadata.version("mujoco").split(".")[:2])
+    except Exception:
+        return (0,)
+
+
+NEEDS_NEW_MUJOCO_AND_ROBOTICS = pytest.mark.skipif(
+    _mujoco_version() < (3, 12) or importlib.util.find_spec("gymnasium_robotics") is None,
+    reason="needs gymnasium-robotics and MuJoCo >= 3.12, which it cannot run on",
+)
+
+
+@NEEDS_NEW_MUJOCO_AND_ROBOTICS
+@pytest.mark.parametrize(
+    ("env_id", "ours"),
+    [("gymnasium_robotics:FetchPush-v4", "goalenvs/FetchPush-v0"), ("gymnasium_robotics:HandReach-v3", None)],
+)
+def test_gymnasium_robotics_on_new_mujoco_says_what_to_do(env_id: str, ours: str | None) -> None:
+    result = _run(["check", env_id])
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "AssertionError" in result.stderr
+    assert 'Fix: pin MuJoCo below 3.12 (pip install "mujoco<3.12")' in result.stderr
+    if ours is None:
+        assert "goalenvs/" not in result.stderr
+    else:
+        assert f"or check {ours}, the same task on MuJoCo 3 and 4." in result.stderr
