@@ -196,6 +196,13 @@ CHECKS: tuple[Check, ...] = (
         after=_REWARD,
     ),
     Check(
+        "reward_reads_goal_info", infos.check_reward_reads_goal_info, "fail",
+        "`compute_reward` reads no info entry that `step` computed from the desired goal (`is_success`, a "
+        "distance: a flag true exactly within a distance of the goal, or a number monotone in it over the "
+        "rollout); relabelling would keep the original goal's value",
+        after=_REWARD,
+    ),
+    Check(
         "reset_seeding", env.check_reset_seeding, "fail",
         "the same seed gives the same reset",
         after=_ROLLOUT,

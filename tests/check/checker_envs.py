@@ -309,6 +309,18 @@ class OnThresholdEnv(ReachEnv):
         self.vel = np.zeros(3)
 
 
+class SuccessBonusRewardEnv(ReachEnv):
+    """compute_reward adds a bonus read from info['is_success'] (declared in reward_info_keys), which step
+    computed for the original desired goal: a relabelled transition keeps the original goal's bonus."""
+
+    reward_info_keys = ("is_success",)
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        success = info_values(info, "is_success", distance.shape, default=False)
+        return -distance + np.asarray(success, dtype=np.float64)
+
+
 class NoSuccessInfoEnv(ReachEnv):
     """info has no 'is_success' (only 'success')."""
 

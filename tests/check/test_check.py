@@ -173,6 +173,11 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
         {},
     ),
     (
+        "compute_reward reads the step's is_success", reach(ce.SuccessBonusRewardEnv),
+        "reward_reads_goal_info", "fail",
+        "compute_reward reads info['is_success'], which step computed for the original desired goal", {},
+    ),
+    (
         "no is_success", reach(ce.NoSuccessInfoEnv), "is_success", "warn",
         "no step info has 'is_success' (it has ['success']: rename it)", {},
     ),
