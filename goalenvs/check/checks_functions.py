@@ -267,8 +267,11 @@ def check_goal_dtypes(ctx: Context) -> Verdict:
         with QuietGoalFunctions():
             try:
                 ref = call(fn, ag, dg, infos)
+                again = call(fn, ag, dg, infos)
             except Exception as err:  # on the emitted dtype itself: compute_reward_vectorized's to report
                 raise Skip(f"{name} raised {type(err).__name__} on the goals as emitted") from err
+            if again.shape != ref.shape or not _rows_agree(again, ref).all():
+                raise Skip(f"{name} gives other results on a second call (compute_reward_pure says why)")
             for dtype in variants:
                 a, d = ag.astype(dtype), dg.astype(dtype)
                 how = f"{dtype} copies of the goals (the env emits {emitted})"

@@ -157,6 +157,8 @@ def check_reward_reads_goal_info(ctx: Context) -> Verdict:
             want = call(fn, ag, dg, list(infos))
         except Exception as err:
             raise Skip(f"compute_reward raised on the step infos ({type(err).__name__})") from None
+        if not rewards_close(call(fn, ag, dg, list(infos)), want):
+            raise Skip("compute_reward gives other rewards on a second call (compute_reward_pure says why)")
         read = _keys_read(fn, ag, dg, list(infos), want)
     transitions = [tr for tr in ctx.transitions if isinstance(tr.info, Mapping)]
     if not read or not transitions:

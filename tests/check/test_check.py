@@ -410,7 +410,7 @@ def test_report_api() -> None:
         report.raise_if_failed()
     with pytest.raises(KeyError, match="no result named 'nope'"):
         report.result("nope")
-    assert report.summary().startswith("ActionPenaltyEnv: 24 passed, 0 warning(s), 1 failed")
+    assert report.summary().startswith("ActionPenaltyEnv: 26 passed, 0 warning(s), 1 failed")
 
 
 def test_env_is_left_usable_and_seeded() -> None:
