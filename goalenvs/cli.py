@@ -18,17 +18,20 @@ import argparse
 import contextlib
 import faulthandler
 import importlib
+import importlib.metadata
 import importlib.util
 import io
 import json
 import math
 import os
+import select
+import signal
 import sys
 import threading
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 import gymnasium as gym
@@ -76,6 +79,48 @@ def _one_line(err: BaseException) -> str:
     return head + _raised_at(err)
 
 
+def _mujoco_too_new(env_id: str, err: BaseException) -> str:
+    """Advice for Gymnasium-Robotics' ``AssertionError`` on MuJoCo >= 3.12, else ``""``.
+
+    Its ``mujoco_utils`` asserts that a joint's type is one of the ``mujoco.mjtJoint`` values, which
+    MuJoCo 3.12 changed so that they no longer compare equal: every Fetch, Hand and Kitchen env fails
+    in ``__init__`` with a bare ``AssertionError``. Recognised narrowly: that error, raised there.
+    """
+    frames = traceback.extract_tb(err.__traceback__)
+    if not isinstance(err, AssertionError) or not frames:
+        return ""
+    where = os.path.normpath(frames[-1].filename).replace(os.sep, "/")
+    if not where.endswith("gymnasium_robotics/utils/mujoco_utils.py"):
+        return ""
+    try:
+        version = importlib.metadata.version("mujoco")
+        if tuple(int(part) for part in version.split(".")[:2]) < (3, 12):
+            return ""
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return ""
+    name = env_id.rsplit(":", 1)[-1].rsplit("/", 1)[-1]
+    ours = f"goalenvs/{name.rsplit('-v', 1)[0]}-v0"
+    alternative = (
+        f", or check {ours}, the same task on MuJoCo 3 and 4"
+        if name.startswith("Fetch") and any(e.id == ours for e in ENVS)
+        else ""
+    )
+    return (
+        f" Gymnasium-Robotics' MuJoCo envs cannot be made on MuJoCo {version} (3.12 and later): its "
+        "mujoco_utils asserts joint types against mujoco.mjtJoint values that no longer compare equal. "
+        f'Fix: pin MuJoCo below 3.12 (pip install "mujoco<3.12"){alternative}.'
+    )
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No warnings, and what is printed to stdout or stderr dropped (a package's notices on import)."""
+    sink = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        warnings.simplefilter("ignore")
+        yield
+
+
 def _registered_by(env_id: str) -> str | None:
     """The known package, installed but not imported, whose import registers ``env_id``; else None."""
     if ":" in env_id:
@@ -85,13 +130,7 @@ def _registered_by(env_id: str) -> str | None:
             continue
         try:
             # Some packages print notices when imported; the error line must stay the only output.
-            quiet = io.StringIO()
-            with (
-                warnings.catch_warnings(),
-                contextlib.redirect_stdout(quiet),
-                contextlib.redirect_stderr(quiet),
-            ):
-                warnings.simplefilter("ignore")
+            with _quiet():
                 module = importlib.import_module(package)
                 gym.register_envs(module)
             gym.spec(env_id)
@@ -179,9 +218,15 @@ class _Watchdog:
     """
 
     def __init__(
-        self, report: CheckReport, limit: float, planned: list[str], emit: Callable[[CheckReport], int]
+        self,
+        report: CheckReport,
+        limit: float,
+        planned: list[str],
+        emit: Callable[[CheckReport], int],
+        progress: _Progress | None = None,
     ) -> None:
         self._report = report
+        self._progress = progress
         self._limit = limit
         self._grace = max(1.0, 0.1 * limit)
         self._planned = planned
@@ -195,6 +240,8 @@ class _Watchdog:
 
     def on_check(self, name: str | None) -> None:
         """``name`` starts now (its deadline too); None: nothing more to watch."""
+        if self._progress is not None:
+            self._progress.send(f"check {name or ''}")
         with self._cond:
             self._current = name
             self._deadline = None if name is None else time.monotonic() + self._limit + self._grace
@@ -232,6 +279,8 @@ class _Watchdog:
         why = f"the checker stopped at {name}, stuck in a call it could not interrupt"
         skipped = list(report.skipped) + [(n, why) for n in self._planned if n not in done]
         self._emit(CheckReport(report.env_id, results, skipped))
+        if self._progress is not None:
+            self._progress.send(f"done {EXIT_FAILED}")
         os._exit(EXIT_FAILED)
 
 
@@ -248,7 +297,7 @@ def _close(env: Any, limit: float) -> CheckResult | None:
             "Training code closes its envs when it ends, so it would hang there. Fix: make close() "
             "release what it holds without waiting on it forever.",
         )  # fmt: skip
-    except Exception as err:
+    except (Exception, SystemExit) as err:
         return CheckResult(
             "close", "fail",
             f"env.close() raised {_one_line(err)}. Training code closes its envs when it ends (a vector "
@@ -267,6 +316,13 @@ def _render(args: argparse.Namespace, report: CheckReport) -> str:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    if _can_isolate():
+        return _check_in_child(args)
+    return _check(args, None)
+
+
+def _check(args: argparse.Namespace, progress: _Progress | None) -> int:
+    """Make the env, run the checks, close it and print the report: the exit status."""
     prog = "goalenvs check"
     try:
         kwargs = _parse_kwargs(args.env_kwargs)
@@ -278,6 +334,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            if ":" in args.env_id:  # import the package quietly first (its notices are no report)
+                with contextlib.suppress(Exception), _quiet():
+                    importlib.import_module(args.env_id.split(":", 1)[0])
             env = gym.make(args.env_id, **kwargs)
         except Exception as err:  # any failure to make the env is exit status 2
             hint = ""
@@ -290,12 +349,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
                         f" It is registered by {package}, which is installed but not imported: "
                         f"use {package + ':' + args.env_id!r}."
                     )
+            hint = hint or _mujoco_too_new(args.env_id, err)
             print(f"{prog}: error: cannot make {args.env_id!r}: {_one_line(err)}{hint}", file=sys.stderr)
             return EXIT_CANNOT_MAKE
         report = CheckReport(env_id=args.env_id, results=[])
         planned = [c.name for c in CHECKS if c.applies_to(isinstance(env, gym.vector.VectorEnv))]
         watchdog = _Watchdog(
-            report, args.timeout, planned, lambda partial: _write(prog, _render(args, partial))
+            report, args.timeout, planned, lambda partial: _write(prog, _render(args, partial)), progress
         )
         closed = None
         try:
@@ -312,6 +372,190 @@ def _cmd_check(args: argparse.Namespace) -> int:
         report.results.append(closed)
     written = _write(prog, _render(args, report))
     return written if written != EXIT_OK else EXIT_OK if report.passed else EXIT_FAILED
+
+
+class _Progress:
+    """The child's side of the pipe to the parent (:func:`_check_in_child`): which check runs, and the exit
+    status once the report is written, one line each (``check NAME``, ``done STATUS``)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def send(self, line: str) -> None:
+        try:
+            os.write(self._fd, (line + "\n").encode("utf-8", "replace"))
+        except OSError:  # the parent is gone: nobody to tell
+            pass
+
+
+def _real_file(stream: Any) -> bool:
+    """Whether ``stream`` writes to a file descriptor (not pytest's capsys buffer, not a closed stdout)."""
+    try:
+        return stream is not None and stream.fileno() >= 0
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def _can_isolate() -> bool:
+    """Whether ``goalenvs check`` can run the checks in a child process: POSIX, and stdout and stderr that
+    a child writes to as the command itself would (an in-memory stream stays in-process)."""
+    return (
+        hasattr(os, "fork") and hasattr(os, "setpgid") and _real_file(sys.stdout) and _real_file(sys.stderr)
+    )
+
+
+_SIGNALS = {
+    "SIGSEGV": "a crash in C code: a segmentation fault",
+    "SIGBUS": "a crash in C code: a bus error",
+    "SIGILL": "a crash in C code: an illegal instruction",
+    "SIGFPE": "a crash in C code: an arithmetic error",
+    "SIGABRT": "abort(): a failed C assertion or a fatal error in a library",
+    "SIGKILL": "killed from outside, often by the kernel's out-of-memory killer",
+}
+
+
+def _how_it_ended(status: int) -> tuple[str, bool]:
+    """What a ``waitpid`` status says, in words, and whether it was a signal."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        what = _SIGNALS.get(name)
+        return f"killed by signal {name}" + (f" ({what})" if what else ""), True
+    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else status
+    return f"exit status {code} (os._exit or C exit() in the env)", False
+
+
+def _check_in_child(args: argparse.Namespace) -> int:
+    """Run :func:`_check` in a forked child, in a process group of its own, and wait for it.
+
+    An env can end its process where no Python code regains control (``os._exit``, a segfault in C):
+    the parent then says in one line which check was running and how the process ended. Whatever the
+    env started and left running (a forked helper, a simulator server) is in the child's process group
+    and is killed when the child ends. Forking costs a few milliseconds: nothing is imported again.
+    """
+    prog = "goalenvs check"
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: check, tell the parent the status, and never return into the caller
+        code = EXIT_FAILED
+        try:
+            os.close(read_fd)
+            os.setpgid(0, 0)
+            progress = _Progress(write_fd)
+            code = _check(args, progress)
+            progress.send(f"done {code}")
+        except BaseException:  # a bug of the checker itself: show it as Python would
+            traceback.print_exc()
+            _Progress(write_fd).send(f"done {EXIT_FAILED}")
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(Exception):
+                    stream.flush()
+            os._exit(code)
+    os.close(write_fd)
+    with contextlib.suppress(OSError):  # the child may have done it first, or ended already
+        os.setpgid(pid, pid)
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = (
+        signal.signal(signal.SIGTERM, on_term)
+        if threading.current_thread() is threading.main_thread()
+        else None
+    )
+    try:
+        current, started, done, status = _follow(pid, read_fd)
+    finally:
+        os.close(read_fd)
+        left = _kill_group(pid)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if left:
+        print(
+            f"{prog}: note: the env left processes running after the checks (started while checking it); "
+            "they were killed.",
+            file=sys.stderr,
+        )
+    if done is not None:
+        return done
+    how, by_signal = _how_it_ended(status)
+    grace = max(1.0, 0.1 * args.timeout)
+    if (
+        not by_signal
+        and os.WEXITSTATUS(status) == EXIT_FAILED
+        and time.monotonic() - started >= args.timeout + 2 * grace - 0.5
+    ):
+        return EXIT_FAILED  # the watchdog's last resort (faulthandler) ended it and printed the stacks
+    if current is None:
+        during, code = "while the env was being made", EXIT_CANNOT_MAKE
+    elif current == "close":
+        during, code = "during env.close()", EXIT_FAILED
+    else:
+        during, code = f"during check `{current}`", EXIT_FAILED
+    advice = (
+        "Run python -X faulthandler -m goalenvs check ... to see where it crashed."
+        if by_signal
+        else "Fix: raise an exception instead of ending the process (the checker then reports where)."
+    )
+    print(f"{prog}: error: the env's process ended {during}: {how}. {advice}", file=sys.stderr)
+    return code
+
+
+def _follow(pid: int, fd: int) -> tuple[str | None, float, int | None, int]:
+    """Read the child's progress lines until it ends: ``(last check started, when, exit status it sent
+    or None, waitpid status)``."""
+    current: str | None = None
+    started = time.monotonic()
+    done: int | None = None
+    buffer = b""
+
+    def take(chunk: bytes) -> None:
+        nonlocal buffer, current, started, done
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            kind, _, value = line.decode("utf-8", "replace").partition(" ")
+            if kind == "check":
+                current, started = value or current, time.monotonic()
+            elif kind == "done":
+                done = int(value)
+
+    try:
+        while True:
+            # Something the env started may hold the pipe open after the child ends: poll the child too.
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                chunk = os.read(fd, 4096)
+                take(chunk)
+                if chunk and done is None:
+                    continue
+                return current, started, done, os.waitpid(pid, 0)[1]  # done, or the end of the pipe
+            ended, status = os.waitpid(pid, os.WNOHANG)
+            if ended:
+                while select.select([fd], [], [], 0)[0] and (chunk := os.read(fd, 4096)):
+                    take(chunk)
+                return current, started, done, status
+    except BaseException:  # Ctrl-C, SIGTERM: end the child and what it started, then go on as asked
+        _kill_group(pid)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        raise
+
+
+def _kill_group(pgid: int) -> bool:
+    """SIGKILL every process left in process group ``pgid``; whether there was any."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def _positive_int(text: str) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -290,10 +291,11 @@ def test_compute_reward_sleeping_forever_fails_and_the_later_checks_still_run() 
     )
     for name in ("compute_terminated", "compute_truncated", "reset_seeding", "deepcopy", "pickle"):
         assert rows[name][0] == "PASS", name
-    assert rows["(8 checks)"] == (
+    assert rows["(10 checks)"] == (
         "SKIP",
-        "compute_reward_vectorized, compute_reward_pure, reward_depends_on_goals, "
-        "best_reward_at_goal, reset_goals, success_matches_reward, empty_infos, reward_info_keys not run: "
+        "compute_reward_vectorized, goal_dtypes, compute_reward_pure, reward_depends_on_goals, "
+        "best_reward_at_goal, reset_goals, success_matches_reward, empty_infos, reward_info_keys, "
+        "reward_reads_goal_info not run: "
         "compute_reward did "
         "not return within the 1 s time limit",
     )
@@ -409,3 +411,107 @@ def test_closed_stdout_is_a_one_line_error_and_exit_1() -> None:
     )  # fmt: skip
     assert result.returncode == 1
     assert result.stderr == "goalenvs check: error: cannot write the output: stdout is closed\n"
+
+
+def _session_processes(sid: int) -> list[str]:
+    """The command lines of the live processes of session ``sid`` (Linux /proc; zombies left out)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:  # ended meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        if fields[0] != "Z" and int(fields[3]) == sid:
+            found.append(cmdline)
+    return found
+
+
+def _run_alone(args: list[str]) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """``python -m goalenvs ARGS`` in a session of its own; its result and what of the session is left."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "goalenvs", *args], text=True, cwd=ROOT, start_new_session=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=60)
+    finally:
+        left = _session_processes(proc.pid)
+        if left:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), left
+
+
+@LINUX_ONLY
+@pytest.mark.parametrize(
+    ("env", "how"),
+    [
+        ("CheckerOsExitStep-v0", "exit status 7 (os._exit or C exit() in the env)"),
+        ("CheckerSegfaultStep-v0", "killed by signal SIGSEGV (a crash in C code: a segmentation fault)"),
+    ],
+)
+def test_env_ending_the_process_is_reported_in_one_line(env: str, how: str) -> None:
+    result, left = _run_alone(["check", f"{ENVS_MODULE}:{env}", "--n-steps", "20"])
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith(
+        f"goalenvs check: error: the env's process ended during check `rollout`: {how}."
+    )
+    assert result.stderr.count("\n") == 1
+    assert left == []
+
+
+@LINUX_ONLY
+def test_env_calling_sys_exit_fails_the_check_it_ran_in() -> None:
+    result, left = _run_alone(["check", f"{ENVS_MODULE}:CheckerSysExitStep-v0", "--n-steps", "20"])
+    assert result.returncode == 1 and result.stderr == ""
+    status, message = _rows(result.stdout)["rollout"]
+    assert status == "FAIL"
+    assert message.startswith(f"the env called sys.exit(3) in step (at {_qual('SysExitStepEnv.step')} at ")
+    assert left == []
+
+
+@LINUX_ONLY
+def test_processes_the_env_leaves_running_are_ended() -> None:
+    result, left = _run_alone(["check", f"{ENVS_MODULE}:CheckerForkingStep-v0", "--n-steps", "20"])
+    assert left == []
+    assert result.returncode == 0, result.stderr
+    assert _rows(result.stdout)["rollout"][0] == "PASS"
+    assert result.stderr == (
+        "goalenvs check: note: the env left processes running after the checks (started while checking "
+        "it); they were killed.\n"
+    )
+
+
+def _mujoco_version() -> tuple[int, ...]:
+    import importlib.metadata
+
+    try:
+        return tuple(int(p) for p in importlib.metadata.version("mujoco").split(".")[:2])
+    except Exception:
+        return (0,)
+
+
+NEEDS_NEW_MUJOCO_AND_ROBOTICS = pytest.mark.skipif(
+    _mujoco_version() < (3, 12) or importlib.util.find_spec("gymnasium_robotics") is None,
+    reason="needs gymnasium-robotics and MuJoCo >= 3.12, which it cannot run on",
+)
+
+
+@NEEDS_NEW_MUJOCO_AND_ROBOTICS
+@pytest.mark.parametrize(
+    ("env_id", "ours"),
+    [("gymnasium_robotics:FetchPush-v4", "goalenvs/FetchPush-v0"), ("gymnasium_robotics:HandReach-v3", None)],
+)
+def test_gymnasium_robotics_on_new_mujoco_says_what_to_do(env_id: str, ours: str | None) -> None:
+    result = _run(["check", env_id])
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "AssertionError" in result.stderr
+    assert 'Fix: pin MuJoCo below 3.12 (pip install "mujoco<3.12")' in result.stderr
+    if ours is None:
+        assert "goalenvs/" not in result.stderr
+    else:
+        assert f"or check {ours}, the same task on MuJoCo 3 and 4." in result.stderr

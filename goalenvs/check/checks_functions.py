@@ -18,6 +18,7 @@ from goalenvs._util import object_array
 from goalenvs.check.context import GOAL_FUNCTIONS, Context
 from goalenvs.check.contract import (
     ATOL,
+    RTOL,
     batch_verdict,
     call,
     flag_agrees,
@@ -37,6 +38,7 @@ __all__ = [
     "check_compute_terminated",
     "check_compute_truncated",
     "check_empty_infos",
+    "check_goal_dtypes",
     "check_reward_contract",
     "check_reward_depends_on_goals",
     "check_vector_batch_reward",
@@ -218,6 +220,107 @@ def check_compute_reward_vectorized(ctx: Context) -> Verdict:
     """compute_reward on batches has shape (B,) and equals one-at-a-time calls."""
     probe = ctx.probe()
     return _vectorized(ctx, "compute_reward", (probe["ag"], probe["mixed"]), probe["infos"])
+
+
+def _dtype_variants(emitted: np.dtype, space_dtype: np.dtype | None) -> list[np.dtype]:
+    """The goal dtypes buffers store besides the one emitted: float32 and float64 (and the space's) for
+    float goals; the space's for integer ones."""
+    if np.issubdtype(emitted, np.inexact) or (
+        space_dtype is not None and np.issubdtype(space_dtype, np.inexact)
+    ):
+        wanted: list[np.dtype] = [np.dtype(np.float32), np.dtype(np.float64)]
+    else:
+        wanted = []
+    if space_dtype is not None:
+        wanted.append(space_dtype)
+    out: list[np.dtype] = []
+    for dtype in wanted:
+        if dtype != emitted and dtype not in out:
+            out.append(dtype)
+    return out
+
+
+def _rows_agree(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per row, whether two results of a goal function agree (booleans exactly, numbers within RTOL/ATOL)."""
+    if a.dtype == bool or b.dtype == bool:
+        return np.asarray(a.astype(bool) == b.astype(bool))
+    return np.isclose(a.astype(np.float64), b.astype(np.float64), rtol=RTOL, atol=ATOL, equal_nan=True)
+
+
+def check_goal_dtypes(ctx: Context) -> Verdict:
+    """The goal functions give the same results on goals in the dtypes buffers store them in."""
+    probe = ctx.probe()
+    ag, dg, infos = probe["ag"], probe["mixed"], list(probe["infos"])
+    if ctx.scalar_goals():  # Discrete goals: a batch of scalars
+        ag, dg = ag[:, 0], dg[:, 0]
+    space_dtype = getattr(ctx.space["desired_goal"], "dtype", None)
+    space_dtype = None if space_dtype is None else np.dtype(space_dtype)
+    emitted = ag.dtype
+    if emitted.kind not in "biuf":
+        raise Skip("the goals are not numeric arrays")
+    variants = _dtype_variants(emitted, space_dtype)
+    if not variants:
+        return "pass", f"the goals are emitted in the space's dtype ({emitted}), the only one buffers store."
+    names = [n for n in GOAL_FUNCTIONS if ctx.find(n)]
+    for name in names:
+        fn = ctx.fn(name)
+        with QuietGoalFunctions():
+            try:
+                ref = call(fn, ag, dg, infos)
+                again = call(fn, ag, dg, infos)
+            except Exception as err:  # on the emitted dtype itself: compute_reward_vectorized's to report
+                raise Skip(f"{name} raised {type(err).__name__} on the goals as emitted") from err
+            if again.shape != ref.shape or not _rows_agree(again, ref).all():
+                raise Skip(f"{name} gives other results on a second call (compute_reward_pure says why)")
+            for dtype in variants:
+                a, d = ag.astype(dtype), dg.astype(dtype)
+                how = f"{dtype} copies of the goals (the env emits {emitted})"
+                try:
+                    got = call(fn, a, d, infos)
+                except Exception as err:
+                    return "fail", (
+                        f"{name} raised {type(err).__name__}: {' '.join(str(err).split())} on {how}. Replay "
+                        "buffers store goals in the space's dtype or in float32 and relabel with those, so "
+                        "training would stop at the first sample. Likely cause: reading the goals' bytes "
+                        "(.view, np.frombuffer) or code for one dtype. Fix: convert the goals first "
+                        "(np.asarray(goal, dtype=np.float64)) and compute on their values."
+                    )
+                if got.shape != ref.shape:
+                    return "fail", (
+                        f"{name} returns shape {got.shape} on {how}, but {ref.shape} on the goals as emitted. "
+                        "Fix: convert the goals first (np.asarray(goal, dtype=np.float64))."
+                    )
+                agree = _rows_agree(got, ref).reshape(-1)
+                if agree.all():
+                    continue
+                # A lossy cast moves goals that sit on a decision boundary (a distance within rounding
+                # of the success threshold) across it: the function itself is then right. Such rows
+                # agree with the function on the rounded values in the emitted dtype.
+                if not np.can_cast(emitted, dtype, casting="safe"):
+                    try:
+                        rounded = call(fn, a.astype(emitted), d.astype(emitted), infos)
+                        agree |= _rows_agree(got, rounded).reshape(-1)
+                    except Exception:  # then no disagreement is explained
+                        pass
+                bad = np.flatnonzero(~agree)
+                if bad.size == 0:
+                    continue
+                k = int(bad[0])
+                return "fail", (
+                    f"{name} on {dtype} copies of the goals disagrees with the goals as the env emits them "
+                    f"({emitted}) at {bad.size} of {agree.size} rows, beyond what rounding the goals "
+                    f"explains; first at row {k}: {fmt(got.reshape(-1)[k])} vs {fmt(ref.reshape(-1)[k])}. "
+                    "Replay buffers store goals in the space's dtype or in float32 and relabel with those, "
+                    "so HER would learn from wrong relabelled results. Likely cause: arithmetic that loses "
+                    "precision in a smaller dtype (a large offset, a distance in expanded form), a branch "
+                    "on the dtype, or reading the goals' bytes (.view). Fix: compute in float64 inside "
+                    f"{name} (np.asarray(goal, dtype=np.float64))."
+                )
+    tried = ", ".join(str(d) for d in variants)
+    return "pass", (
+        f"{and_(names)} give the same results on {tried} copies of the goals as on the emitted {emitted} "
+        "(up to goals that rounding moves across a threshold)."
+    )
 
 
 def check_vector_batch_reward(ctx: Context) -> Verdict:

@@ -21,7 +21,7 @@ from goalenvs.check.report import Skip, Verdict
 from goalenvs.check.values import QuietGoalFunctions
 from goalenvs.core import locate_env_attribute
 
-__all__ = ["ATTRIBUTE", "check_reward_info_keys"]
+__all__ = ["ATTRIBUTE", "check_reward_info_keys", "check_reward_reads_goal_info"]
 
 #: The env attribute that declares the info keys ``compute_reward`` reads.
 ATTRIBUTE = "reward_info_keys"
@@ -122,4 +122,69 @@ def check_reward_info_keys(ctx: Context) -> Verdict:
     return (
         "pass",
         "compute_reward reads no info key (changing any entry of the step infos leaves its rewards).",
+    )
+
+
+def _goal_derived(values: np.ndarray, distance: np.ndarray) -> str | None:
+    """How an info entry follows the distance between the goals over the rollout, or None if it does not:
+    a flag true exactly below some distance (a success test), or a number monotone in the distance."""
+    if values.dtype == bool or set(np.unique(values).tolist()) <= {0, 1}:
+        flags = values.astype(bool)
+        if flags.all() or not flags.any():
+            return None
+        if distance[flags].max() < distance[~flags].min():
+            return "true exactly where the achieved goal is within a distance of the desired goal"
+        return None
+    if len(np.unique(values)) < 5:
+        return None
+    ordered = values[np.argsort(distance, kind="stable")]
+    steps = np.diff(ordered)
+    if np.all(steps >= 0) or np.all(steps <= 0):
+        return "a monotone function of the distance between the achieved and the desired goal"
+    return None
+
+
+def check_reward_reads_goal_info(ctx: Context) -> Verdict:
+    """``compute_reward`` reads no info entry that step computed from the desired goal (is_success, a
+    distance): relabelling would keep the original goal's value."""
+    fn = ctx.fn("compute_reward")
+    probe = ctx.probe()
+    ag, dg, infos = probe["ag"], probe["mixed"], probe["infos"]
+    if not infos or not all(isinstance(info, Mapping) for info in infos):
+        raise Skip("the step infos are not dicts")
+    with QuietGoalFunctions():
+        try:
+            want = call(fn, ag, dg, list(infos))
+        except Exception as err:
+            raise Skip(f"compute_reward raised on the step infos ({type(err).__name__})") from None
+        if not rewards_close(call(fn, ag, dg, list(infos)), want):
+            raise Skip("compute_reward gives other rewards on a second call (compute_reward_pure says why)")
+        read = _keys_read(fn, ag, dg, list(infos), want)
+    transitions = [tr for tr in ctx.transitions if isinstance(tr.info, Mapping)]
+    if not read or not transitions:
+        return "pass", "compute_reward reads no info entry, so none that depends on the desired goal."
+    distance = np.asarray(
+        [np.linalg.norm(np.asarray(tr.ag, np.float64) - np.asarray(tr.dg, np.float64)) for tr in transitions]
+    )
+    for key in read:
+        try:
+            values = np.asarray([tr.info[key] for tr in transitions])
+        except (KeyError, ValueError, TypeError):
+            continue
+        if values.ndim != 1 or values.dtype.kind not in "biuf" or not np.isfinite(values.astype(float)).all():
+            continue
+        how = _goal_derived(values, distance)
+        if how is None:
+            continue
+        return "fail", (
+            f"compute_reward reads info[{key!r}], which step computed for the original desired goal: over "
+            f"the rollout's {len(transitions)} steps it is {how}. HER recomputes rewards for other goals "
+            "with the stored infos, so every relabelled reward keeps the original goal's term (a success "
+            "bonus where the new goal is missed, none where it is reached). Fix: compute that term in "
+            "compute_reward from its achieved_goal and desired_goal arguments; keep in info only what "
+            "does not depend on the goal."
+        )
+    return "pass", (
+        f"compute_reward reads info {read}, none of which follows the goals' distance (not computed from "
+        "the desired goal)."
     )

@@ -13,7 +13,7 @@ from goalenvs.check.limits import TimeLimitExceeded, deadline, describe_stack, f
 from goalenvs.check.report import CheckReport, CheckResult, Skip, Status
 from goalenvs.check.specs import CHECKS
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "check_goal_env", "hang_message", "run_checks"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_TIMEOUT", "check_goal_env", "exit_message", "hang_message", "run_checks"]
 
 #: The time limit of one check, in seconds: ample for the default 200 steps of a simulated robot.
 DEFAULT_TIMEOUT = 60.0
@@ -67,7 +67,7 @@ def check_goal_env(
     try:
         with deadline(limit):
             env.reset(seed=seed)
-    except (Exception, TimeLimitExceeded):  # a failing or hanging reset has been reported above
+    except (Exception, SystemExit, TimeLimitExceeded):  # a failing, exiting or hanging reset: reported above
         pass
     return report
 
@@ -113,6 +113,14 @@ def run_checks(
             if call in _HANG_BLOCKS:
                 blocked.setdefault(_HANG_BLOCKS[call], why)
             continue
+        except SystemExit as stop:  # the env tried to end the process: a failure of this check
+            call, where = describe_stack(frames_of(stop.__traceback__))
+            report.results.append(CheckResult(check.name, "fail", exit_message(stop, call, where)))
+            why = f"{call or 'the env'} called sys.exit"
+            blocked[check.name] = why
+            if call in _HANG_BLOCKS:
+                blocked.setdefault(_HANG_BLOCKS[call], why)
+            continue
         except Exception as err:  # the env raised somewhere the check did not expect
             status, message = "fail", f"the check stopped on {type(err).__name__}: {err} (raised by the env)."
         report.results.append(CheckResult(check.name, status, message))
@@ -145,6 +153,15 @@ def hang_message(call: str | None, where: str, timeout: float, *, interrupted: b
         f"{head} (it was running {where}). The env hangs there (an endless loop, a wait that never "
         "ends) or is too slow for the limit: fix the hang, or raise timeout (--timeout) / lower "
         "n_steps (--n-steps)."
+    )
+
+
+def exit_message(stop: SystemExit, call: str | None, where: str) -> str:
+    """The failure message of a check during which the env raised ``SystemExit`` (``sys.exit``)."""
+    inside = f"in {call} (at {where})" if call else f"(at {where})"
+    return (
+        f"the env called sys.exit({stop.code!r}) {inside}: a training run would end there without a "
+        "word of why. Fix: raise an exception that says what is wrong; leave sys.exit to scripts."
     )
 
 

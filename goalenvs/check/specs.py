@@ -93,7 +93,8 @@ CHECKS: tuple[Check, ...] = (
     ),
     Check(
         "desired_goal_fixed", env.check_desired_goal_fixed, "fail",
-        "the desired goal stays fixed within an episode",
+        "the desired goal stays fixed within an episode, up to float rounding (64 epsilons of the goals' "
+        "scale, or a millionth of `distance_threshold`; such drift is only a note in the pass message)",
         after=_ROLLOUT,
     ),
     Check(
@@ -127,6 +128,13 @@ CHECKS: tuple[Check, ...] = (
         "compute_reward_vectorized", fns.check_compute_reward_vectorized, "fail",
         f"batches of {', '.join(map(str, fns.BATCH_SIZES))} (and `num_envs`) give shape `(B,)`, equal to "
         "one-at-a-time calls, with infos as a list or an object array of dicts",
+        after=_REWARD,
+    ),
+    Check(
+        "goal_dtypes", fns.check_goal_dtypes, "fail",
+        "`compute_reward` / `compute_terminated` / `compute_truncated` give the same results on float32 and "
+        "float64 copies of the goals (integer goals: the space's dtype) as on those emitted, what buffers "
+        "store; rows that rounding the goals moves across a threshold are not counted",
         after=_REWARD,
     ),
     Check(
@@ -185,6 +193,13 @@ CHECKS: tuple[Check, ...] = (
         "`compute_reward` reads no info key beyond the env's `reward_info_keys` (what buffers store beside "
         "the goals to keep info terms in relabelling; found by changing each info entry); an undeclared "
         "read is a warning",
+        after=_REWARD,
+    ),
+    Check(
+        "reward_reads_goal_info", infos.check_reward_reads_goal_info, "fail",
+        "`compute_reward` reads no info entry that `step` computed from the desired goal (`is_success`, a "
+        "distance: a flag true exactly within a distance of the goal, or a number monotone in it over the "
+        "rollout); relabelling would keep the original goal's value",
         after=_REWARD,
     ),
     Check(

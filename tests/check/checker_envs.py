@@ -12,6 +12,9 @@ integration work per step, to emulate a simulator's cost in benchmarks.
 from __future__ import annotations
 
 import ctypes
+import os
+import signal
+import sys
 import time
 from typing import Any
 
@@ -247,6 +250,75 @@ class MovingGoalEnv(ReachEnv):
         if self.t % 10 == 0:
             self.goal = self.np_random.uniform(-0.3, 0.3, size=3)
         return super().step(action)
+
+
+class RotatedGoalEnv(ReachEnv):
+    """A correct env whose desired goal is recomputed at every step through a change of frame (into a
+    base frame that turns with the arm and back), so it differs from the reset's by rounding (~1e-17)."""
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        obs = super()._obs()
+        angle = 7.0 * float(self.pos[0])
+        c, s = np.cos(angle), np.sin(angle)
+        rotation = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
+        obs["desired_goal"] = rotation.T @ (rotation @ self.goal)
+        return obs
+
+
+class DriftingGoalEnv(ReachEnv):
+    """The desired goal drifts by 1e-3 per step (a goal tracked with a slipping estimate): a real drift,
+    far above rounding though below the 0.05 success threshold."""
+
+    def step(self, action: np.ndarray):
+        self.goal = self.goal + 1e-3
+        return super().step(action)
+
+
+class WorldFrameRewardEnv(ReachEnv):
+    """compute_reward measures the distance in a world frame 1000 units away, in the expanded form
+    |a|^2 - 2 a.d + |d|^2 and in the goals' own dtype: exact enough in float64, which the env emits, but
+    float32 copies (what many buffers store) cancel to noise far above the threshold."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        a = np.asarray(achieved_goal) + 1000.0
+        d = np.asarray(desired_goal) + 1000.0
+        squared = (a * a).sum(-1) - 2 * (a * d).sum(-1) + (d * d).sum(-1)
+        return -(squared > THRESHOLD**2).astype(np.float64)
+
+
+class ByteViewRewardEnv(ReachEnv):
+    """compute_reward reads the goals' bytes as float64 (``.view``), right only for the dtype emitted."""
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        a = np.ascontiguousarray(achieved_goal).view(np.float64)
+        d = np.ascontiguousarray(desired_goal).view(np.float64)
+        return -(np.linalg.norm(a - d, axis=-1) > THRESHOLD).astype(np.float64)
+
+
+class OnThresholdEnv(ReachEnv):
+    """A correct env whose arm rests at the success threshold from the goal (the distance is 0.05 up to
+    float64 rounding): float32 copies of the goals put about half those rows on the other side."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        obs, info = super().reset(seed=seed, options=options)
+        direction = self.np_random.normal(size=3)
+        self.pos = self.goal + THRESHOLD * direction / np.linalg.norm(direction)
+        return self._obs(), info
+
+    def _move(self, action: np.ndarray) -> None:
+        self.vel = np.zeros(3)
+
+
+class SuccessBonusRewardEnv(ReachEnv):
+    """compute_reward adds a bonus read from info['is_success'] (declared in reward_info_keys), which step
+    computed for the original desired goal: a relabelled transition keeps the original goal's bonus."""
+
+    reward_info_keys = ("is_success",)
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        distance = np.linalg.norm(np.asarray(achieved_goal) - np.asarray(desired_goal), axis=-1)
+        success = info_values(info, "is_success", distance.shape, default=False)
+        return -distance + np.asarray(success, dtype=np.float64)
 
 
 class NoSuccessInfoEnv(ReachEnv):
@@ -802,6 +874,46 @@ class CloseHangsEnv(ReachEnv):
         time.sleep(10**6)
 
 
+# ---- envs whose process ends or forks: the CLI runs the checks in a child process and reports its end ---
+
+
+class SysExitStepEnv(ReachEnv):
+    """``step`` calls ``sys.exit(3)`` (a script's error handling copied into an env)."""
+
+    def step(self, action: np.ndarray):
+        sys.exit(3)
+
+
+class OsExitStepEnv(ReachEnv):
+    """``step`` calls ``os._exit(7)``: the process ends at once, nothing unwinds."""
+
+    def step(self, action: np.ndarray):
+        os._exit(7)
+
+
+class SegfaultStepEnv(ReachEnv):
+    """``step`` crashes the process with SIGSEGV, as a simulator's C code can."""
+
+    def step(self, action: np.ndarray):
+        os.kill(os.getpid(), signal.SIGSEGV)
+        return super().step(action)
+
+
+class ForkingStepEnv(ReachEnv):
+    """The first ``step`` forks a helper process that sleeps forever and is never reaped (a simulator
+    server started and forgotten); the env itself is correct."""
+
+    forked = False
+
+    def step(self, action: np.ndarray):
+        if not self.forked:
+            self.forked = True
+            if os.fork() == 0:  # the helper: never returns
+                while True:
+                    time.sleep(1000)
+        return super().step(action)
+
+
 def make_reach(env_cls: type[gym.Env] = ReachEnv, max_episode_steps: int = 50, **kwargs: Any) -> gym.Env:
     """``env_cls(**kwargs)`` under a TimeLimit, as ``gym.make`` would wrap it."""
     return gym.wrappers.TimeLimit(env_cls(**kwargs), max_episode_steps=max_episode_steps)
@@ -816,6 +928,10 @@ for _id, _cls in (
     ("CheckerStuckInC-v0", StuckInCEnv),
     ("CheckerCloseRaises-v0", CloseRaisesEnv),
     ("CheckerCloseHangs-v0", CloseHangsEnv),
+    ("CheckerSysExitStep-v0", SysExitStepEnv),
+    ("CheckerOsExitStep-v0", OsExitStepEnv),
+    ("CheckerSegfaultStep-v0", SegfaultStepEnv),
+    ("CheckerForkingStep-v0", ForkingStepEnv),
 ):
     if _id not in gym.registry:
         gym.register(id=_id, entry_point=_cls, max_episode_steps=50)

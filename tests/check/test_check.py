@@ -24,6 +24,7 @@ import goalenvs
 import goalenvs.core
 from goalenvs import CheckReport, GoalEnvError, check_goal_env
 from goalenvs.check import CHECKS
+from goalenvs.check.context import Context
 from goalenvs.check.limits import TimeLimitExceeded, deadline
 from tests.check import checker_envs as ce
 from tests.conftest import make_params
@@ -49,6 +50,30 @@ def test_correct_env_passes_every_check(terminate_on_success: bool) -> None:
     assert not_pass(report) == {}
     assert report.passed and report.skipped == []
     report.raise_if_failed()  # does nothing
+
+
+def test_goal_recomputed_through_a_rotation_passes_with_a_note() -> None:
+    # Rounding (~1e-17) is no goal change: every reward is right and HER is unaffected.
+    report = check_goal_env(ce.make_reach(ce.RotatedGoalEnv))
+    assert not_pass(report) == {}
+    message = report.result("desired_goal_fixed").message
+    assert message.startswith("desired_goal stayed fixed within each of the")
+    assert "Note: it moved by at most" in message and "float rounding" in message
+
+
+def test_goals_that_rounding_moves_across_the_threshold_pass_goal_dtypes() -> None:
+    # The arm rests at the threshold: float32 copies flip some sparse rewards, and the function is right.
+    env = ce.make_reach(ce.OnThresholdEnv)
+    ctx = Context(ce.make_reach(ce.OnThresholdEnv), n_steps=200, seed=0)
+    ctx.record()
+    probe, fn = ctx.probe(), ctx.fn("compute_reward")
+    flipped = fn(probe["ag"], probe["mixed"], None) != fn(
+        probe["ag"].astype(np.float32), probe["mixed"].astype(np.float32), None
+    )
+    assert flipped.any()  # the case is exercised
+    report = check_goal_env(env)
+    assert report.result("goal_dtypes").status == "pass", report.result("goal_dtypes").message
+    assert not_pass(report) == {"reset_goals": "warn"}  # about half the resets are at the goal
 
 
 def test_info_batch_read_with_info_values_passes() -> None:
@@ -131,6 +156,26 @@ BROKEN: list[tuple[str, Callable[[], gym.Env], str, str, str, dict[str, str]]] =
     (
         "goal redrawn mid-episode", reach(ce.MovingGoalEnv), "desired_goal_fixed", "fail",
         "desired_goal changed within an episode at its step 10", {},
+    ),
+    (
+        "goal drifts by 1e-3 a step", reach(ce.DriftingGoalEnv), "desired_goal_fixed", "fail",
+        "desired_goal changed within an episode at its step 1", {},
+    ),
+    (
+        "compute_reward cancels in float32", reach(ce.WorldFrameRewardEnv), "goal_dtypes", "fail",
+        "compute_reward on float32 copies of the goals disagrees with the goals as the env emits them "
+        "(float64) at",
+        {},
+    ),
+    (
+        "compute_reward views the goals' bytes", reach(ce.ByteViewRewardEnv), "goal_dtypes", "fail",
+        "compute_reward raised ValueError",
+        {},
+    ),
+    (
+        "compute_reward reads the step's is_success", reach(ce.SuccessBonusRewardEnv),
+        "reward_reads_goal_info", "fail",
+        "compute_reward reads info['is_success'], which step computed for the original desired goal", {},
     ),
     (
         "no is_success", reach(ce.NoSuccessInfoEnv), "is_success", "warn",
@@ -365,7 +410,7 @@ def test_report_api() -> None:
         report.raise_if_failed()
     with pytest.raises(KeyError, match="no result named 'nope'"):
         report.result("nope")
-    assert report.summary().startswith("ActionPenaltyEnv: 24 passed, 0 warning(s), 1 failed")
+    assert report.summary().startswith("ActionPenaltyEnv: 26 passed, 0 warning(s), 1 failed")
 
 
 def test_env_is_left_usable_and_seeded() -> None:
@@ -522,6 +567,14 @@ def test_check_runs_without_a_limit_off_the_main_thread_and_with_timeout_none() 
     worker.join(60)
     assert not worker.is_alive() and reports[0].passed
     assert check_goal_env(ce.make_reach(), n_steps=20, timeout=None).passed
+
+
+def test_sys_exit_in_step_fails_the_rollout_and_skips_what_needs_it() -> None:
+    report = check_goal_env(ce.make_reach(ce.SysExitStepEnv), n_steps=20)
+    result = report.result("rollout")
+    assert result.status == "fail"
+    assert result.message.startswith("the env called sys.exit(3) in step (at ")
+    assert report.skipped and all(why == "step called sys.exit" for _, why in report.skipped)
 
 
 def test_non_env_is_rejected() -> None:
