@@ -7,44 +7,30 @@ Use it as rllte's, e.g. as the storage of one of rllte's off-policy agents::
                                num_envs, batch_size, "future", 4, env.compute_reward)
     agent.set(storage=storage)
 
-Same constructor (names, order and defaults, ``reward_fn`` aside: see below), same ``add`` (one step
-of every env as torch tensors, dict observations, the vector env's infos), same ``sample()`` (no
-argument: ``batch_size`` transitions as rllte's ``DictReplayBatch`` of float32 tensors on ``device``,
-the last ``int(her_ratio * batch_size)`` relabelled), same ``update()`` (does nothing), same
-attributes (``storage_size`` per env, ``num_envs``, ``batch_size``, ``num_goals``, ``her_ratio``,
-``goal_selection_strategy``, ``reward_fn``, ``copy_info_dict``, ``device``, ``step``, ``full``,
-``obs_shape``, ``action_dim``, ...). The storage itself is :class:`her.HerStorage` (attribute
-``storage``): each observation stored once, O(batch) sampling, episodes only whole.
-
-When rllte is installed, the class is registered as a virtual subclass of rllte's ``BaseStorage``
-(``agent.set(storage=...)`` checks ``isinstance``) and ``sample()`` returns rllte's own
-``DictReplayBatch``; without rllte it returns :class:`DictReplayBatch` of this module, a NamedTuple
-with the same fields. Importing this module imports torch, and rllte only when an instance is built.
+Same constructor (names, order, defaults; ``reward_fn`` aside), ``add`` (one step of every env as
+torch tensors), ``sample()`` (``batch_size`` transitions as rllte's ``DictReplayBatch`` of float32
+tensors on ``device``, the last ``int(her_ratio * batch_size)`` relabelled), ``update()`` (nothing)
+and attributes (``storage_size`` per env, ``num_envs``, ``batch_size``, ``num_goals``, ``her_ratio``,
+``step``, ``full``, ``obs_shape``, ``action_dim``, ...) as rllte's; the storage is :class:`her.HerStorage`
+(attribute ``storage``). With rllte installed the class is registered as rllte's ``BaseStorage``
+(``agent.set(storage=...)`` checks ``isinstance``) and ``sample()`` returns rllte's ``DictReplayBatch``;
+without, this module's NamedTuple of the same fields. Importing it imports torch, not rllte.
 
 Where rllte 1.0.1's class is buggy or ambiguous, this one chooses, on purpose:
 
-* ``reward_fn`` defaults to ``None`` (relabelling then raises a one-line error naming it). rllte's
-  default, ``lambda x: x``, is called with three arguments and raises ``TypeError`` on the first
-  relabelled sample.
-* relabelled rewards are reshaped to ``(B, 1)`` like the stored ones. rllte concatenates the
-  stored ``(B, 1)`` rewards with whatever ``reward_fn`` returns, so a ``compute_reward`` that
-  returns ``(B,)`` (every GoalEnv's, stable-baselines3's ``BitFlippingEnv``'s, rllte's own) makes
-  its ``sample()`` raise in ``torch.cat``.
-* with ``copy_info_dict=True`` each transition keeps its own env's info: the vector env's dict of
-  arrays (or list of dicts) is split per env. rllte stores the whole dict of arrays, every env's
-  entries, at each env's slot.
-* the goal selection strategy is checked when the storage is built: ``"future"``, ``"final"`` or
-  ``"episode"``. rllte also accepts ``"random"`` there, then raises ``ValueError`` at each sample.
-* ``reset()`` forgets the episodes too. rllte's ``reset`` keeps its episode lengths, so the
-  next ``sample()`` draws rows that no longer hold data.
-* a Discrete action may come as ``(num_envs,)``, the shape rllte's own random exploration gives,
-  which rllte's storage refuses (it stores ``(num_envs, 1)``).
-* flags may be bools, integers or floats (rllte's ``Gymnasium2Torch`` gives 0.0 / 1.0), but a float
-  other than 0.0 or 1.0 is refused. ``add`` checks every step before storing any of it
-  (:meth:`her.HerStorage.add`).
-* random draws come from the storage's own ``np.random.Generator``, seeded once from NumPy's
-  global state when the storage is built (rllte's agents seed that state), never from the global
-  state while sampling (rllte's ``sample`` draws from it).
+* ``reward_fn`` defaults to ``None`` (relabelling then raises one line naming it); rllte's
+  ``lambda x: x`` raises ``TypeError`` on the first relabelled sample (it is called with three).
+* relabelled rewards are reshaped to ``(B, 1)``: rllte's ``torch.cat`` of the stored ``(B, 1)``
+  rewards with a ``(B,)`` ``compute_reward`` (every GoalEnv's) raises.
+* with ``copy_info_dict=True`` each transition keeps its own env's info (rllte stores the vector
+  env's whole dict of arrays at each env's slot).
+* the strategy is checked when the storage is built (rllte accepts ``"random"``, then raises at
+  each sample); ``reset()`` forgets the episodes too (rllte's then samples rows without data).
+* a Discrete action may come as ``(num_envs,)`` (rllte's random exploration gives it; its storage
+  refuses it); flags may be bools, integers or 0.0 / 1.0 (rllte's ``Gymnasium2Torch``), other floats
+  are refused; ``add`` checks a step before storing any of it (:meth:`her.HerStorage.add`).
+* random draws come from the storage's own generator, seeded once from NumPy's global state when
+  it is built (rllte's agents seed that state), not from the global state while sampling.
 
 Kept as rllte does it: ``future`` is inclusive of the current step (as stable-baselines3's),
 the relabelled share is ``her_ratio = 1 - 1 / (num_goals + 1)`` of each batch, relabelled
@@ -149,9 +135,7 @@ def _action_info(space: spaces.Space) -> tuple[tuple[int, ...], int, int, str]:
 
 def _numpy(value: Any) -> Any:
     """A torch tensor (any device) as a numpy array; anything else as it is."""
-    if isinstance(value, th.Tensor):
-        return value.detach().cpu().numpy()
-    return value
+    return value.detach().cpu().numpy() if isinstance(value, th.Tensor) else value
 
 
 class _RllteRewardFn:
@@ -160,6 +144,12 @@ class _RllteRewardFn:
 
     def __init__(self, reward_fn: GoalFn) -> None:
         self.reward_fn = reward_fn
+
+    @classmethod
+    def of(cls, reward_fn: GoalFn | None) -> _RllteRewardFn | None:
+        if reward_fn is not None and not callable(reward_fn):
+            raise TypeError(f"reward_fn must be callable, got {type(reward_fn).__name__}")
+        return None if reward_fn is None else cls(reward_fn)
 
     def __call__(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> Any:
         if infos is None:
@@ -176,46 +166,32 @@ class HerReplayStorage:
     """Hindsight experience replay storage with rllte's interface (see the module docstring).
 
     Args:
-        observation_space: the goal env's ``spaces.Dict`` (one env's, as rllte's env wrapper gives);
-            it must hold ``achieved_goal`` and ``desired_goal`` of the same shape and dtype.
-        action_space: one env's action space (Discrete, Box, MultiDiscrete or 1-d MultiBinary).
-        device: where :meth:`sample` puts its tensors.
-        storage_size: transitions kept in all (``storage_size // num_envs`` steps per env; the
-            attribute ``storage_size`` is that per-env number, as rllte's).
-        num_envs: number of envs adding one transition each per :meth:`add`.
-        batch_size: transitions per :meth:`sample`.
-        goal_selection_strategy: ``"future"`` (a step at or after the sampled one), ``"final"``
-            (the episode's last step) or ``"episode"`` (any step of the episode).
-        num_goals: relabelled transitions per real one: ``int(her_ratio * batch_size)`` of each
-            batch are relabelled, ``her_ratio = 1 - 1 / (num_goals + 1)``; 0 relabels none.
-        reward_fn: ``reward_fn(next_achieved_goal, new_desired_goal, infos)``, usually the env's
-            ``compute_reward``, returning ``B`` rewards (shape ``(B,)`` or ``(B, 1)``, numpy or
-            torch). ``None`` (the default) until relabelling needs it; it may be set later
-            (``storage.reward_fn = env.compute_reward``).
-        copy_info_dict: keep each transition's info dict and pass them to ``reward_fn``.
+        observation_space: one env's goal ``spaces.Dict``; action_space: one env's Discrete, Box,
+            MultiDiscrete or 1-d MultiBinary space; device: where :meth:`sample` puts its tensors.
+        storage_size: transitions kept in all (the attribute is the per-env ``storage_size //
+            num_envs``, as rllte's); num_envs: envs adding one transition each per :meth:`add`.
+        batch_size: transitions per :meth:`sample`; goal_selection_strategy: ``"future"``,
+            ``"final"`` or ``"episode"``; num_goals: ``int(her_ratio * batch_size)`` of a batch are
+            relabelled, ``her_ratio = 1 - 1 / (num_goals + 1)``.
+        reward_fn: ``reward_fn(next_achieved_goal, new_desired_goal, infos) -> (B,) or (B, 1)``
+            (numpy or torch), usually the env's ``compute_reward``; may be set later
+            (``storage.reward_fn = ...``). copy_info_dict: pass the kept info dicts to ``reward_fn``.
     """
 
-    def __init__(
-        self,
-        observation_space: spaces.Space,
-        action_space: spaces.Space,
-        device: str = "cpu",
-        storage_size: int = 1000000,
-        num_envs: int = 1,
-        batch_size: int = 1024,
-        goal_selection_strategy: str = "future",
-        num_goals: int = 4,
-        reward_fn: GoalFn | None = None,
-        copy_info_dict: bool = False,
-    ) -> None:
+    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, device: str = "cpu",
+                 storage_size: int = 1000000, num_envs: int = 1, batch_size: int = 1024,
+                 goal_selection_strategy: str = "future", num_goals: int = 4, reward_fn: GoalFn | None = None,
+                 copy_info_dict: bool = False) -> None:  # fmt: skip
         if not isinstance(observation_space, spaces.Dict):
             raise TypeError(
                 "HerReplayStorage needs a goal env's spaces.Dict observation space, got "
                 f"{type(observation_space).__name__}"
             )
-        self.observation_space = observation_space
-        self.action_space = action_space
-        self.device = th.device(device)
+        self.observation_space, self.action_space, self.device = (
+            observation_space,
+            action_space,
+            th.device(device),
+        )
         self.num_envs = check_int("num_envs", num_envs, 1)
         self.batch_size = check_int("batch_size", batch_size, 1)
         self.num_goals = check_int("num_goals", num_goals, 0)
@@ -226,8 +202,6 @@ class HerReplayStorage:
         self.action_shape, self.action_dim, self.policy_action_dim, self.action_type = _action_info(
             action_space
         )
-        if reward_fn is not None and not callable(reward_fn):
-            raise TypeError(f"reward_fn must be callable, got {type(reward_fn).__name__}")
         self._reward_fn = reward_fn
         fields = {key: (self.obs_shape[key], observation_space.spaces[key].dtype) for key in self.obs_shape}
         # rllte's agents seed NumPy's global state before building the storage: derive ours from it once.
@@ -236,7 +210,7 @@ class HerReplayStorage:
             check_int("storage_size", storage_size, 1),
             fields,
             ((self.action_dim,), action_space.dtype),
-            None if reward_fn is None else _RllteRewardFn(reward_fn),
+            _RllteRewardFn.of(reward_fn),
             n_envs=self.num_envs,
             n_sampled_goal=self.num_goals,
             goal_selection_strategy=strategy,
@@ -273,10 +247,8 @@ class HerReplayStorage:
 
     @reward_fn.setter
     def reward_fn(self, reward_fn: GoalFn | None) -> None:
-        if reward_fn is not None and not callable(reward_fn):
-            raise TypeError(f"reward_fn must be callable, got {type(reward_fn).__name__}")
+        self.storage.set_functions(_RllteRewardFn.of(reward_fn))
         self._reward_fn = reward_fn
-        self.storage.set_functions(None if reward_fn is None else _RllteRewardFn(reward_fn))
 
     def to_torch(self, x: np.ndarray) -> th.Tensor:
         """``x`` as a float32 tensor on ``device`` (rllte's ``BaseStorage.to_torch``)."""
@@ -372,7 +344,6 @@ class HerReplayStorage:
 
     def update(self, *args: Any, **kwargs: Any) -> None:
         """Nothing to update (rllte's agents call ``storage.update(metrics)`` after each update)."""
-        return None
 
     def __repr__(self) -> str:
         return (

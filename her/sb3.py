@@ -6,37 +6,26 @@ Use it exactly as stable-baselines3's::
     model = DQN("MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer,
                 replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"))
 
-It subclasses stable-baselines3's class only so that the algorithms recognise it (they pass the env
-to, and call ``set_env`` / ``truncate_last_trajectory`` on, instances of that class); none of the
+It subclasses stable-baselines3's class only so that the algorithms recognise it; none of the
 parent's storage is built or used. What differs from stable-baselines3's buffer:
 
-* storage: each observation is stored once (see :mod:`her.storage`), no info dicts unless
-  ``copy_info_dict=True``; sampling is O(batch), not O(buffer);
+* each observation is stored once (:mod:`her.storage`), no info dicts unless ``copy_info_dict``;
+  sampling is O(batch), not O(buffer);
 * relabelled rewards come from the env's ``compute_reward`` resolved once into a function of this
-  process (see :func:`goalenvs.core.resolve_env_function`), also behind a ``SubprocVecEnv``;
-* the ``infos`` argument of ``compute_reward``: the info entries the env declares in
-  ``reward_info_keys`` (or ``info_keys=``), stored as columns and passed as a dict of arrays
-  ``{key: (B, ...)}`` (Parking's crash flag: relabelled crashes keep their penalty by default);
-  with ``copy_info_dict=True`` the object array of the stored info dicts (slow; for envs that read
-  their info without declaring it); else ``None``;
-* randomness from the buffer's own ``np.random.Generator`` (``seed``; by default seeded once from
-  NumPy's global state, so an algorithm's ``seed=`` still makes runs reproducible);
-* extra keyword-only options: ``recompute_terminated`` (relabelled ``done`` from the env's
-  ``compute_terminated``, stable-baselines3 issue #627), ``compute_reward`` / ``compute_terminated``
-  (explicit functions instead of the env's), ``seed`` and ``check_finite``;
-* ``add`` refuses a step that does not match the spaces (or, by default, holds NaN or inf) before
-  storing any of it, and ``set_env`` (so ``model.load_replay_buffer``) a buffer saved for other
-  spaces or another number of envs.
+  process (:func:`goalenvs.core.resolve_env_function`), also behind a ``SubprocVecEnv``; its
+  ``infos`` are the columns of the env's ``reward_info_keys`` (or ``info_keys=``) as ``{key: (B, ...)}``
+  (Parking's crash flag), with ``copy_info_dict=True`` the stored info dicts, else ``None``;
+* randomness from the buffer's own generator (``seed``; by default seeded once from NumPy's global
+  state, so an algorithm's ``seed=`` still makes runs reproducible);
+* keyword-only extras: ``recompute_terminated`` (stable-baselines3 issue #627), ``compute_reward`` /
+  ``compute_terminated``, ``seed``, ``check_finite``, ``info_keys``;
+* ``add`` refuses a step that does not fit the spaces (or holds NaN or inf) before storing any of it,
+  and ``set_env`` (so ``model.load_replay_buffer``) a buffer saved for other spaces or ``n_envs``.
 
-stable-baselines3's arrays, read-only: code written against the stock buffer that reads
-``observations``, ``next_observations``, ``actions``, ``rewards``, ``dones``, ``timeouts``, ``infos``,
-``ep_start``, ``ep_length`` or ``_current_ep_start`` keeps working. Each is a property returning
-arrays in the stock layout ``(buffer_size, n_envs, ...)`` (``buffer_size`` per env, row ``pos - 1``
-the latest step), with the stock dtypes (``dones`` / ``timeouts`` float32). ``observations``,
-``actions`` and ``rewards`` are views of the storage; the others are assembled on each access (O(buffer):
-each observation is stored once, so ``next_observations`` is rebuilt from the next rows and the kept
-final observations). They cannot be written to: the storage is written by ``add`` only. See
-:mod:`her.rows` for the details.
+stable-baselines3's arrays (``observations``, ``next_observations``, ``actions``, ``rewards``,
+``dones``, ``timeouts``, ``infos``, ``ep_start``, ``ep_length``, ``_current_ep_start``) read the
+storage in the stock layout and dtypes, read-only (:meth:`her.HerStorage.rows`; the assembled ones,
+e.g. ``next_observations``, cost O(buffer) per access).
 """
 
 from __future__ import annotations
@@ -65,18 +54,33 @@ from her.strategies import GoalSelectionStrategy
 __all__ = ["HerReplayBuffer"]
 
 
-def _refuse_write(name: str) -> NoReturn:
-    raise AttributeError(
-        f"HerReplayBuffer.{name} is read-only: it views the storage, which only add() writes"
-    )
+class _StockArray:
+    """A read-only attribute of stable-baselines3's buffer, read from the storage: ``(buffer_size, n_envs,
+    ...)`` arrays in the stock layout and dtypes (``dones`` / ``timeouts`` float32), read-only; setting
+    one raises ``AttributeError`` (as a property without a setter)."""
+
+    def __init__(self, name: str, read: Callable[[HerStorage], Any], timeouts: bool = False) -> None:
+        self.name, self.read, self.timeouts = name, read, timeouts
+
+    def __get__(self, buffer: Any, owner: type | None = None) -> Any:
+        if buffer is None:
+            return self
+        value = self.read(buffer._storage)
+        if self.timeouts and not buffer.handle_timeout_termination:
+            value = np.zeros_like(value)
+        return readonly(value) if isinstance(value, np.ndarray) else value
+
+    def __set__(self, buffer: Any, value: Any) -> NoReturn:
+        raise AttributeError(
+            f"HerReplayBuffer.{self.name} is read-only: it views the storage, which only add() writes"
+        )
 
 
 class _EnvMethod:
     """Last resort: call ``env.env_method(name, ...)`` on env 0 (an inter-process call per batch)."""
 
     def __init__(self, env: VecEnv, name: str) -> None:
-        self.env = env
-        self.name = name
+        self.env, self.name = env, name
 
     def __call__(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, infos: Any) -> np.ndarray:
         return self.env.env_method(self.name, achieved_goal, desired_goal, infos, indices=[0])[0]
@@ -95,46 +99,26 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
     for the differences). ``buffer_size`` counts transitions over all envs; each env keeps
     ``buffer_size // n_envs`` steps.
 
-    Extra keyword-only arguments:
-        recompute_terminated: recompute ``done`` of relabelled transitions with the env's
-            ``compute_terminated`` (default ``False``, as stable-baselines3).
-        compute_reward: a function ``(achieved_goal, desired_goal, infos) -> rewards`` to use instead
-            of the env's ``compute_reward`` (kept when the buffer is pickled; should then be picklable).
-        compute_terminated: likewise for ``compute_terminated``.
-        seed: seed of the buffer's generator; ``None`` draws one from NumPy's global state.
-        check_finite: refuse NaN or infinite observations, actions and rewards in ``add`` (default
-            ``True``; see :class:`her.HerStorage`).
-        info_keys: the info keys ``compute_reward`` reads, stored for relabelling; by default the
-            env's ``reward_info_keys`` (none when it declares none, or with ``copy_info_dict``).
+    Extra keyword-only arguments: ``recompute_terminated`` (relabelled ``done`` from the env's
+    ``compute_terminated``; default ``False``, as stable-baselines3), ``compute_reward`` /
+    ``compute_terminated`` (functions to use instead of the env's, pickled with the buffer), ``seed``
+    (of the buffer's generator; ``None`` draws one from NumPy's global state), ``check_finite`` (refuse
+    NaN or inf in ``add``, default ``True``), ``info_keys`` (the info keys ``compute_reward`` reads;
+    by default the env's ``reward_info_keys``).
     """
 
-    def __init__(
-        self,
-        buffer_size: int,
-        observation_space: spaces.Dict,
-        action_space: spaces.Space,
-        env: VecEnv | None,
-        device: th.device | str = "auto",
-        n_envs: int = 1,
-        optimize_memory_usage: bool = False,
-        handle_timeout_termination: bool = True,
-        n_sampled_goal: int = 4,
-        goal_selection_strategy: GoalSelectionStrategy | str = "future",
-        copy_info_dict: bool = False,
-        *,
-        recompute_terminated: bool = False,
-        compute_reward: GoalFn | None = None,
-        compute_terminated: GoalFn | None = None,
-        seed: int | None = None,
-        check_finite: bool = True,
-        info_keys: Any = None,
-    ) -> None:
+    def __init__(self, buffer_size: int, observation_space: spaces.Dict, action_space: spaces.Space, env: VecEnv | None,
+                 device: th.device | str = "auto", n_envs: int = 1, optimize_memory_usage: bool = False,
+                 handle_timeout_termination: bool = True, n_sampled_goal: int = 4,
+                 goal_selection_strategy: GoalSelectionStrategy | str = "future", copy_info_dict: bool = False, *,
+                 recompute_terminated: bool = False, compute_reward: GoalFn | None = None,
+                 compute_terminated: GoalFn | None = None, seed: int | None = None, check_finite: bool = True,
+                 info_keys: Any = None) -> None:  # fmt: skip
         # The parent constructors are not called on purpose: they would allocate the storage we
         # replace (including one info dict per transition). We set the attributes SB3 code reads.
         if not isinstance(observation_space, spaces.Dict):
             raise TypeError(
-                "HerReplayBuffer needs a spaces.Dict observation space, "
-                f"got {type(observation_space).__name__}"
+                f"HerReplayBuffer needs a spaces.Dict observation space, got {type(observation_space).__name__}"
             )
         if optimize_memory_usage:
             raise ValueError(
@@ -234,9 +218,7 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickle without the env (as stable-baselines3); the env's functions come back with set_env."""
-        state = self.__dict__.copy()
-        del state["env"]
-        return state
+        return {name: value for name, value in self.__dict__.items() if name != "env"}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
@@ -258,10 +240,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         """Raise ``ValueError`` unless ``env`` has the spaces and number of envs this buffer stores."""
         obs_space, action_space = env.observation_space, env.action_space
         if not isinstance(obs_space, spaces.Dict):
-            raise ValueError(
-                f"this HerReplayBuffer was saved for the observation space {self.observation_space}, "
-                f"not for the env's {obs_space} (HER needs a spaces.Dict)"
-            )
+            raise ValueError(f"this HerReplayBuffer was saved for the observation space {self.observation_space}, "
+                             f"not for the env's {obs_space} (HER needs a spaces.Dict)")  # fmt: skip
         # The layout the storage was built for, from the env's spaces as __init__ derives it (bounds
         # may differ; shapes and dtypes may not).
         shapes = get_obs_shape(obs_space)
@@ -277,10 +257,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
                 "load it into a model of the same env, or start a new buffer"
             ) from None
         if env.num_envs != self.n_envs:
-            raise ValueError(
-                f"this HerReplayBuffer was saved for n_envs={self.n_envs} envs, not for the env's "
-                f"{env.num_envs}; load it into a model with {self.n_envs} envs, or start a new buffer"
-            )
+            raise ValueError(f"this HerReplayBuffer was saved for n_envs={self.n_envs} envs, not for the env's "
+                             f"{env.num_envs}; load it into a model with {self.n_envs} envs, or start a new buffer")  # fmt: skip
 
     # ------------------------------------------------------------------ SB3 buffer interface
     @property
@@ -288,119 +266,21 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         """The framework-free storage under this adapter."""
         return self._storage
 
-    # -------- stable-baselines3's attributes, read-only (for code written against the stock buffer).
-    # The stock buffer has them as plain attributes; here they are views of the storage, which only
-    # add() writes, so each setter refuses (as AttributeError, like a property without a setter).
-    # The two ignores below: stable-baselines3 types observations and next_observations as arrays in
-    # ReplayBuffer and as dicts in DictReplayBuffer (itself ignoring that override), so a dict here
-    # cannot satisfy the checker either.
-    @property
-    def pos(self) -> int:
-        return self._storage.pos
-
-    @pos.setter
-    def pos(self, value: int) -> None:
-        _refuse_write("pos")
-
-    @property
-    def full(self) -> bool:
-        return self._storage.full
-
-    @full.setter
-    def full(self, value: bool) -> None:
-        _refuse_write("full")
-
-    @property  # type: ignore[override]  # see above
-    def observations(self) -> dict[str, np.ndarray]:
-        """``{key: (buffer_size, n_envs, *shape)}``: read-only views of the stored observations."""
-        return self._storage.rows("observations")
-
-    @observations.setter
-    def observations(self, value: dict[str, np.ndarray]) -> None:
-        _refuse_write("observations")
-
-    @property  # type: ignore[override]  # see above
-    def next_observations(self) -> dict[str, np.ndarray]:
-        """``{key: (buffer_size, n_envs, *shape)}``: the observation each stored step led to (assembled)."""
-        return self._storage.rows("next_observations")
-
-    @next_observations.setter
-    def next_observations(self, value: dict[str, np.ndarray]) -> None:
-        _refuse_write("next_observations")
-
-    @property
-    def actions(self) -> np.ndarray:
-        """``(buffer_size, n_envs, action_dim)``: a read-only view of the stored actions."""
-        return self._storage.rows("actions")
-
-    @actions.setter
-    def actions(self, value: np.ndarray) -> None:
-        _refuse_write("actions")
-
-    @property
-    def rewards(self) -> np.ndarray:
-        """``(buffer_size, n_envs)`` float32: a read-only view of the stored (not relabelled) rewards."""
-        return self._storage.rows("rewards")
-
-    @rewards.setter
-    def rewards(self, value: np.ndarray) -> None:
-        _refuse_write("rewards")
-
-    @property
-    def dones(self) -> np.ndarray:
-        """``(buffer_size, n_envs)`` float32: 1 where the step ended its episode (terminated or truncated)."""
-        done = self._storage.rows("terminateds") | self._storage.rows("truncateds")
-        return readonly(done.astype(np.float32))
-
-    @dones.setter
-    def dones(self, value: np.ndarray) -> None:
-        _refuse_write("dones")
-
-    @property
-    def timeouts(self) -> np.ndarray:
-        """``(buffer_size, n_envs)`` float32: 1 where a time limit ended the episode, if timeouts are handled."""
-        truncated = self._storage.rows("truncateds").astype(np.float32)
-        return readonly(truncated if self.handle_timeout_termination else np.zeros_like(truncated))
-
-    @timeouts.setter
-    def timeouts(self, value: np.ndarray) -> None:
-        _refuse_write("timeouts")
-
-    @property
-    def infos(self) -> np.ndarray:
-        """``(buffer_size, n_envs)`` object array of the kept info dicts (empty dicts unless copy_info_dict)."""
-        return self._storage.rows("infos")
-
-    @infos.setter
-    def infos(self, value: np.ndarray) -> None:
-        _refuse_write("infos")
-
-    @property
-    def ep_start(self) -> np.ndarray:
-        """``(buffer_size, n_envs)``: the row where each row's episode starts (0 where unknown)."""
-        return self._storage.rows("episode_starts")
-
-    @ep_start.setter
-    def ep_start(self, value: np.ndarray) -> None:
-        _refuse_write("ep_start")
-
-    @property
-    def ep_length(self) -> np.ndarray:
-        """``(buffer_size, n_envs)``: each row's episode length where it can be sampled, else 0."""
-        return self._storage.rows("episode_lengths")
-
-    @ep_length.setter
-    def ep_length(self, value: np.ndarray) -> None:
-        _refuse_write("ep_length")
-
-    @property
-    def _current_ep_start(self) -> np.ndarray:
-        """``(n_envs,)``: the row where each env's unfinished episode started (``pos`` if none)."""
-        return self._storage.current_episode_starts
-
-    @_current_ep_start.setter
-    def _current_ep_start(self, value: np.ndarray) -> None:
-        _refuse_write("_current_ep_start")
+    # -------- stable-baselines3's attributes, read-only (for code written against the stock buffer):
+    # views of the storage (see _StockArray), which only add() writes.
+    pos = _StockArray("pos", lambda storage: storage.pos)
+    full = _StockArray("full", lambda storage: storage.full)
+    observations = _StockArray("observations", lambda s: s.rows("observations"))
+    next_observations = _StockArray("next_observations", lambda s: s.rows("next_observations"))
+    actions = _StockArray("actions", lambda storage: storage.rows("actions"))
+    rewards = _StockArray("rewards", lambda storage: storage.rows("rewards"))
+    # done: ended by a termination or a time limit; timeouts: by a time limit, if timeouts are handled.
+    dones = _StockArray("dones", lambda s: (s.rows("terminateds") | s.rows("truncateds")).astype(np.float32))
+    timeouts = _StockArray("timeouts", lambda s: s.rows("truncateds").astype(np.float32), timeouts=True)
+    infos = _StockArray("infos", lambda storage: storage.rows("infos"))
+    ep_start = _StockArray("ep_start", lambda storage: storage.rows("episode_starts"))
+    ep_length = _StockArray("ep_length", lambda storage: storage.rows("episode_lengths"))
+    _current_ep_start = _StockArray("_current_ep_start", lambda storage: storage.current_episode_starts)
 
     def size(self) -> int:
         """Steps stored per env (stable-baselines3's meaning)."""
