@@ -187,11 +187,9 @@ class HerReplayStorage:
                 "HerReplayStorage needs a goal env's spaces.Dict observation space, got "
                 f"{type(observation_space).__name__}"
             )
-        self.observation_space, self.action_space, self.device = (
-            observation_space,
-            action_space,
-            th.device(device),
-        )
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.device = th.device(device)
         self.num_envs = check_int("num_envs", num_envs, 1)
         self.batch_size = check_int("batch_size", batch_size, 1)
         self.num_goals = check_int("num_goals", num_goals, 0)
@@ -199,9 +197,8 @@ class HerReplayStorage:
         strategy = parse_strategy(goal_selection_strategy)
         self.goal_selection_strategy = strategy.name.lower() if not isinstance(strategy, str) else strategy
         self.obs_shape = {key: _obs_shape(space) for key, space in observation_space.spaces.items()}
-        self.action_shape, self.action_dim, self.policy_action_dim, self.action_type = _action_info(
-            action_space
-        )
+        action_info = _action_info(action_space)  # rllte's attributes of the action space
+        self.action_shape, self.action_dim, self.policy_action_dim, self.action_type = action_info
         self._reward_fn = reward_fn
         fields = {key: (self.obs_shape[key], observation_space.spaces[key].dtype) for key in self.obs_shape}
         # rllte's agents seed NumPy's global state before building the storage: derive ours from it once.
