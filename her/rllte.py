@@ -178,10 +178,19 @@ class HerReplayStorage:
             (``storage.reward_fn = ...``). copy_info_dict: pass the kept info dicts to ``reward_fn``.
     """
 
-    def __init__(self, observation_space: spaces.Space, action_space: spaces.Space, device: str = "cpu",
-                 storage_size: int = 1000000, num_envs: int = 1, batch_size: int = 1024,
-                 goal_selection_strategy: str = "future", num_goals: int = 4, reward_fn: GoalFn | None = None,
-                 copy_info_dict: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        device: str = "cpu",
+        storage_size: int = 1000000,
+        num_envs: int = 1,
+        batch_size: int = 1024,
+        goal_selection_strategy: str = "future",
+        num_goals: int = 4,
+        reward_fn: GoalFn | None = None,
+        copy_info_dict: bool = False,
+    ) -> None:
         if not isinstance(observation_space, spaces.Dict):
             raise TypeError(
                 "HerReplayStorage needs a goal env's spaces.Dict observation space, got "

@@ -107,13 +107,27 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
     by default the env's ``reward_info_keys``).
     """
 
-    def __init__(self, buffer_size: int, observation_space: spaces.Dict, action_space: spaces.Space, env: VecEnv | None,
-                 device: th.device | str = "auto", n_envs: int = 1, optimize_memory_usage: bool = False,
-                 handle_timeout_termination: bool = True, n_sampled_goal: int = 4,
-                 goal_selection_strategy: GoalSelectionStrategy | str = "future", copy_info_dict: bool = False, *,
-                 recompute_terminated: bool = False, compute_reward: GoalFn | None = None,
-                 compute_terminated: GoalFn | None = None, seed: int | None = None, check_finite: bool = True,
-                 info_keys: Any = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        buffer_size: int,
+        observation_space: spaces.Dict,
+        action_space: spaces.Space,
+        env: VecEnv | None,
+        device: th.device | str = "auto",
+        n_envs: int = 1,
+        optimize_memory_usage: bool = False,
+        handle_timeout_termination: bool = True,
+        n_sampled_goal: int = 4,
+        goal_selection_strategy: GoalSelectionStrategy | str = "future",
+        copy_info_dict: bool = False,
+        *,
+        recompute_terminated: bool = False,
+        compute_reward: GoalFn | None = None,
+        compute_terminated: GoalFn | None = None,
+        seed: int | None = None,
+        check_finite: bool = True,
+        info_keys: Any = None,
+    ) -> None:
         # The parent constructors are not called on purpose: they would allocate the storage we
         # replace (including one info dict per transition). We set the attributes SB3 code reads.
         if not isinstance(observation_space, spaces.Dict):
@@ -240,8 +254,10 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         """Raise ``ValueError`` unless ``env`` has the spaces and number of envs this buffer stores."""
         obs_space, action_space = env.observation_space, env.action_space
         if not isinstance(obs_space, spaces.Dict):
-            raise ValueError(f"this HerReplayBuffer was saved for the observation space {self.observation_space}, "
-                             f"not for the env's {obs_space} (HER needs a spaces.Dict)")  # fmt: skip
+            raise ValueError(
+                f"this HerReplayBuffer was saved for the observation space {self.observation_space}, "
+                f"not for the env's {obs_space} (HER needs a spaces.Dict)"
+            )
         # The layout the storage was built for, from the env's spaces as __init__ derives it (bounds
         # may differ; shapes and dtypes may not).
         shapes = get_obs_shape(obs_space)
@@ -257,8 +273,10 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
                 "load it into a model of the same env, or start a new buffer"
             ) from None
         if env.num_envs != self.n_envs:
-            raise ValueError(f"this HerReplayBuffer was saved for n_envs={self.n_envs} envs, not for the env's "
-                             f"{env.num_envs}; load it into a model with {self.n_envs} envs, or start a new buffer")  # fmt: skip
+            raise ValueError(
+                f"this HerReplayBuffer was saved for n_envs={self.n_envs} envs, not for the env's "
+                f"{env.num_envs}; load it into a model with {self.n_envs} envs, or start a new buffer"
+            )
 
     # ------------------------------------------------------------------ SB3 buffer interface
     @property
