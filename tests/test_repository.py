@@ -136,3 +136,18 @@ def test_sb3_suite_runner_says_in_one_line_why_it_cannot_run(tmp_path: Path, cap
     assert _runner().main(["--sdist", str(_sdist(tmp_path, files))]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and error in err and err.count("\n") == 1
+
+
+# `# fmt: skip` lets a line run past ruff's layout (long lines, several statements' worth in one):
+# counted here so that a file's length stays what a reader sees, never won by cramming. The budget
+# may only fall; lower it when a change removes some.
+FMT_SKIP_BUDGET = {"her": 7, "examples": 59, "goalenvs": 12}
+
+
+@pytest.mark.parametrize("package", sorted(FMT_SKIP_BUDGET))
+def test_fmt_skip_only_falls(package: str) -> None:
+    found = {
+        path.relative_to(ROOT).as_posix(): path.read_text(encoding="utf-8").count("# fmt: skip")
+        for path in sorted((ROOT / package).rglob("*.py"))
+    }
+    assert sum(found.values()) <= FMT_SKIP_BUDGET[package], {p: n for p, n in found.items() if n}
