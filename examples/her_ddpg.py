@@ -1,7 +1,6 @@
 """DDPG + HER as in the HER paper (Andrychowicz et al., 2017; Plappert et al., 2018), on ``her.HerStorage``,
 top to bottom: the settings, the networks and their update, what one worker collects and evaluates, the loop.
-``python examples/her_ddpg.py --env goalenvs/FetchPush-v0`` (``--resume RUN_DIR`` goes on; ``torchrun``: workers).
-docs/training.md says what each setting does; examples/runfolder.py keeps the run folder."""
+docs/training.md says how to run it (resume, torchrun workers) and what each setting does."""
 
 from __future__ import annotations
 
@@ -16,23 +15,18 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.distributed as dist
-from nets import MLP, OUTPUTS, SCRIPT, Normalizer, record_gif  # examples/nets.py
-from runfolder import Range, Run, RunError, Timers, setting  # examples/runfolder.py
+from ddpg_run import Run, Timers, all_sum, check_shares, flat_grads, part, share  # examples/ddpg_run.py
+from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, record_gif  # examples/nets.py
+from runfolder import Range, RunError, setting  # examples/runfolder.py
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
-from goalenvs.envs.fetch import FetchEnv, FetchVectorEnv
+from goalenvs.envs.fetch import FetchVectorEnv
 from her import HerStorage
 from her.strategies import GoalSelectionStrategy, goal_step_offsets
 
 CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"  # per-task settings
 POSITIVE, SHARE = Range(float, 0.0, low_open=True), Range(float, 0.0, 1.0)
 COUNT = Range(int, 1)
-
-
-def native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 in hardware (AVX-512 BF16, AMX): else it is emulated, far slower."""
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's own probes
-    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
 
 
 @dataclass
@@ -74,25 +68,7 @@ class Config:
 
 FREE_ON_RESUME = ("epochs", "threads")  # what a resumed run may change: how it computes, not what it learns
 TIMERS = ("env", "act", "store", "sample", "update", "sync", "eval", "checkpoint")  # eval.csv's t_* columns
-
-
-def share(n: int, rank: int, size: int) -> tuple[int, int]:
-    """Worker ``rank``'s items ``[lo, hi)`` of ``n`` (contiguous; sizes differ by at most one)."""
-    return n * rank // size, n * (rank + 1) // size
-
-
-def part(total: int, lo: int, hi: int, n: int) -> int:
-    """The part of ``total`` (a batch, a buffer) that goes with items ``[lo, hi)`` of ``n`` envs."""
-    return total * hi // n - total * lo // n
-
-
-def all_sum(array: np.ndarray) -> np.ndarray:
-    """``array`` summed over the workers (itself when alone)."""
-    if not dist.is_initialized():
-        return array
-    tensor = torch.from_numpy(np.array(array))
-    dist.all_reduce(tensor)
-    return tensor.numpy()
+LOSSES = ("train/critic_loss", "train/actor_loss", "train/q_mean", "train/q_target_mean")  # per update
 
 
 # ------------------------------------------------------------------------------------------ networks
@@ -113,8 +89,7 @@ class Agent:
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr_actor, fused=cfg.fused_adam)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr_critic, fused=cfg.fused_adam)
         self.clip_return = 1.0 / (1.0 - cfg.gamma)
-        # With tracking (TensorBoard): sums of the critic's and actor's losses, Q and its target, per update.
-        self.stats: torch.Tensor | None = None
+        self.stats: torch.Tensor | None = None  # with TensorBoard: sums of the LOSSES over the updates
         self.grads: list[torch.Tensor] = []
         if dist.is_initialized():  # each network's gradients in one flat buffer: one all_reduce each
             self.grads = [flat_grads(self.critic), flat_grads(self.actor)]
@@ -132,9 +107,6 @@ class Agent:
         """The greedy policy's actions in [-1, 1] (``greedy=False``: the actor's, which exploration uses)."""
         with torch.no_grad():
             return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).cpu().numpy()
-
-    def update(self, batch: dict[str, Any]) -> None:
-        self.updates([batch])
 
     def updates(self, batches: Iterable[dict[str, Any]]) -> None:
         """One critic and then one actor Adam step on each batch in turn. With workers each gradient sum runs
@@ -227,17 +199,6 @@ class Agent:
         self.g_norm.load_state_dict(state["normalizers"][1])
 
 
-def flat_grads(module: torch.nn.Module) -> torch.Tensor:
-    """One zeroed buffer holding every gradient of ``module`` (each ``.grad`` a view into it)."""
-    params = list(module.parameters())
-    flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device)
-    offset = 0
-    for p in params:
-        p.grad = flat[offset : offset + p.numel()].view_as(p)
-        offset += p.numel()
-    return flat
-
-
 def hindsight_goals(achieved_next: np.ndarray, rng: np.random.Generator, share: float,
                     strategy: GoalSelectionStrategy | str = GoalSelectionStrategy.FUTURE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     """Per step of ``(N, T, G)`` achieved goals, the one HER's ``strategy`` picks and whether to relabel with it."""
@@ -253,34 +214,32 @@ class Trainer:
     """One worker's envs (its share of ``n_envs``), storage shard, agent, random generator and counters;
     and the loop's steps: collect, normalise, evaluate. Worker 0 draws what one process draws."""
 
-    def __init__(self, cfg: Config, rank: int = 0, size: int = 1, env_threads: int = 1, track: bool = False):
-        self.cfg, self.rank, self.timers = cfg, rank, Timers(TIMERS)
+    def __init__(self, cfg: Config, run: Run, env_threads: int = 1):
+        self.cfg, self.rank, self.size, self.timers = cfg, run.rank, run.size, run.timers
+        rank, size = run.rank, run.size
         torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)  # the same initial networks on every worker
-        self.rng = np.random.default_rng(
-            np.random.SeedSequence(cfg.seed, spawn_key=(rank, 0) if rank else ())
-        )
-        storage_seed = np.random.SeedSequence(cfg.seed, spawn_key=(rank, 1) if rank else ())
+        seeds = [np.random.SeedSequence(cfg.seed, spawn_key=(rank, i) if rank else ()) for i in (0, 1)]
+        self.rng = np.random.default_rng(seeds[0])
         lo, hi = share(cfg.n_envs, rank, size)  # its batch and buffer follow its share of the envs
         self.n_local, self.batch_local = hi - lo, part(cfg.batch_size, lo, hi, cfg.n_envs)
         make: Any = dict(vectorization_mode="vector_entry_point", num_threads=env_threads)
         self.envs = cast(FetchVectorEnv, gym.make_vec(cfg.env_id, self.n_local, **make))
-        self.eval_lo, eval_hi = share(cfg.eval_episodes, rank, size)
+        self.eval_lo, eval_hi = share(cfg.eval_episodes, rank, size)  # its episodes of each evaluation
         self.eval_local = eval_hi - self.eval_lo
-        n_eval = min(self.n_local, self.eval_local)
-        self.eval_envs = [cast(FetchEnv, gym.make(cfg.env_id).unwrapped) for _ in range(n_eval)]
+        self.eval_envs = [gym.make(cfg.env_id).unwrapped for _ in range(min(self.n_local, self.eval_local))]
         self.horizon = cast(int, self.envs.settings.max_steps)
         self.space = space = cast(gym.spaces.Dict, self.envs.single_observation_space)
         spaces = (space["observation"], space["desired_goal"], self.envs.single_action_space)
         obs_dim, goal_dim, act_dim = (cast(tuple[int], x.shape)[0] for x in spaces)
         self.agent = Agent(cfg, obs_dim, goal_dim, act_dim, self.batch_local / cfg.batch_size)
         self.agent.timers = self.timers
-        if track:
+        if run.tracking:
             self.agent.stats = torch.zeros(4, device=cfg.device)
         self.storage = HerStorage(
             part(cfg.buffer_size, lo, hi, cfg.n_envs), space, self.envs.single_action_space,
             self.envs.compute_reward, n_envs=self.n_local, n_sampled_goal=cfg.n_sampled_goal,
-            goal_selection_strategy="future", seed=storage_seed, pickle_functions=False,
+            goal_selection_strategy="future", seed=seeds[1], pickle_functions=False,
         )  # fmt: skip
         self.epoch = self.cycle = self.updates = 0
         self.reset_seeds: list[int] | None = [cfg.seed * 100_003 + i for i in range(lo, hi)]  # any world size
@@ -395,11 +354,9 @@ class Trainer:
         self.storage = own["storage"]
         self.storage.set_functions(self.envs.compute_reward)
 
-    def fits(
-        self, state: dict[str, Any], own: dict[str, Any], rank: int, size: int
-    ) -> tuple[str, object] | None:
+    def fits(self, state: dict[str, Any], own: dict[str, Any], rank: int) -> tuple[str, object] | None:
         """Whether worker ``rank``'s part of a checkpoint fits this run: None, or the file and why not."""
-        lo, hi = share(self.cfg.n_envs, rank, size)
+        lo, hi = share(self.cfg.n_envs, rank, self.size)
         storage, rngs = own.get("storage"), own.get("envs")
         try:
             cast(HerStorage, storage).check_spaces(self.space, self.envs.single_action_space, hi - lo)
@@ -442,10 +399,7 @@ def train(t: Trainer, run: Run) -> float:
             agent.stats.zero_()
         t.rollouts[:] = 0.0
         returns, n, won = sums[4], max(sums[5], 1), sums[6]
-        names = ("critic_loss", "actor_loss", "q_mean", "q_target_mean")
-        figures = {
-            f"train/{k}": v / (cfg.n_cycles * cfg.n_batches) for k, v in zip(names, sums, strict=False)
-        }
+        figures = {k: v / (cfg.n_cycles * cfg.n_batches) for k, v in zip(LOSSES, sums, strict=False)}
         figures |= {"eval/mean_reward": mean_return, "rollout/ep_rew_mean": returns / n, "rollout/success_rate": won / n}  # fmt: skip
         steps = t.epoch * cfg.n_cycles * cfg.n_envs * t.horizon
         run.end_epoch(t.epoch, steps, t.updates, success, figures, lambda: (t.state(), t.own()))
@@ -457,15 +411,13 @@ def main(argv: list[str] | None = None) -> float:
     run = Run(SCRIPT, OUTPUTS, Config, CONF_FILE, FREE_ON_RESUME, TIMERS)
 
     def body() -> float:
-        cfg, args = run.start(
-            argv, lambda cfg: Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}", check
-        )
+        name = lambda cfg: f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"  # noqa: E731  (the default folder)
+        cfg, args = run.start(argv, lambda cfg: Path("runs") / name(cfg), check)
         cfg = cfg if args.evaluate is None else replace(cfg, eval_episodes=args.evaluate)
-        t = Trainer(cfg, run.rank, run.size, args.env_threads, track=run.tracking)
-        t.timers = t.agent.timers = run.timers
+        t = Trainer(cfg, run, args.env_threads)
         run.progress = lambda: f"at epoch {t.epoch}, cycle {t.cycle}"
         if run.resuming:
-            t.load(*run.resume(lambda state, own, rank: t.fits(state, own, rank, run.size)))
+            t.load(*run.resume(t.fits))
         if args.evaluate is not None:
             success = t.evaluate(base=2 * 10**9)[0]
             print(f"{run.path}: success rate {success:.3f} over {cfg.eval_episodes} episodes")
@@ -481,26 +433,17 @@ def main(argv: list[str] | None = None) -> float:
 
 
 def check(cfg: Config, workers: int) -> None:
-    """Refuse an env this agent does not run, and a run its workers cannot share (each needs an env, a sample
-    per batch and room for its envs' whole episodes)."""
+    """Refuse an env this agent does not run, a device this machine lacks, a run its workers cannot share."""
     fetch = sorted(i for i in gym.registry if i.startswith("goalenvs/Fetch"))
     if cfg.env_id not in fetch:
         raise RunError(f"--env-id: {cfg.env_id!r} is not accepted; accepted: one of {fetch}")
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise RunError("--device: 'cuda' is not accepted here: torch finds no CUDA GPU; accepted: cpu")
-    if workers > cfg.n_envs:
-        raise RunError(f"--n-envs: {cfg.n_envs} envs cannot be shared by {workers} workers; accepted: n_envs >= {workers}, or fewer workers")  # fmt: skip
     if cfg.bf16 and not native_bf16():  # given, or resumed
         print(f"{SCRIPT}: note: this run computes in bfloat16, which this CPU emulates (no AVX-512 BF16 or AMX): an "
               "update takes ~16x its float32 time here; a new run's default here is --no-bf16", file=sys.stderr)  # fmt: skip
     horizon = int(gym.make(cfg.env_id).unwrapped.max_steps)  # type: ignore[attr-defined]
-    for rank in range(workers):
-        lo, hi = share(cfg.n_envs, rank, workers)
-        whose = f" (the share of worker {rank} of {workers})" if workers > 1 else ""
-        if part(cfg.batch_size, lo, hi, cfg.n_envs) < 1:
-            raise RunError(f"--batch-size: {cfg.batch_size} cannot be shared by {workers} workers; accepted: batch_size >= n_envs ({cfg.n_envs})")  # fmt: skip
-        if (size := part(cfg.buffer_size, lo, hi, cfg.n_envs)) // (hi - lo) < horizon:
-            raise RunError(f"--buffer-size{whose}: {size} is not accepted; accepted: at least {hi - lo} envs x {horizon} steps = {(hi - lo) * horizon} (HER samples whole episodes)")  # fmt: skip
+    check_shares(cfg.n_envs, cfg.batch_size, cfg.buffer_size, workers, horizon)
 
 
 if __name__ == "__main__":

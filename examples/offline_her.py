@@ -35,8 +35,6 @@ import torch
 from gymnasium import spaces
 from nets import MLP, Normalizer, Policy
 from runfolder import (
-    LOCK,
-    MANIFEST,
     ArgumentParser,
     Range,
     RunError,
@@ -438,22 +436,13 @@ def unreadable(dataset_id: str, exc: BaseException) -> RunError:
     )
 
 
-def check_output(path: Path, force: bool) -> None:
-    """Refuse a used ``--output`` unless ``--force`` (train has no resume: a stopped run starts over)."""
-    held = sorted(p.name for p in path.iterdir() if p.name not in (LOCK, MANIFEST)) if path.is_dir() else []
-    if held and not force:
-        raise RunError(
-            f"--output: {path} is not empty (it holds {', '.join(held[:3])}{', ...' if len(held) > 3 else ''}); "
-            "pass --force to replace the run there (train starts over, it does not resume), or another --output"
-        )
-    RunFolder.check_new(path, force, OUTPUTS, SCRIPT)
-
-
 def train(args: argparse.Namespace, argv: list[str]) -> float:
     """The ``train`` command; returns the final success rate."""
     s = Settings(**{f.name: getattr(args, f.name) for f in fields(Settings)})
     check_settings(asdict(s), RANGES, "option")
-    check_output(args.output, args.force)  # before the dataset is read
+    RunFolder.check_new(
+        args.output, args.force, OUTPUTS, SCRIPT, resumable=False
+    )  # before the dataset is read
     dataset = load_dataset(s.dataset)
     check_goal_dataset(dataset)
     try:

@@ -12,10 +12,8 @@ the run starts), an Ornstein-Uhlenbeck noise (reset by every ``learn``) and the 
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
-import math
 import pickle
 import random
 import time
@@ -51,25 +49,6 @@ def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
         return algos
     algos["tqc"] = TQC
     return algos
-
-
-def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer in ``[minimum, maximum]`` (``1e4`` style accepted when it is whole)."""
-    spec = Range(int, minimum, maximum)
-    expected = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
-
-    def parse(text: str) -> int:
-        try:
-            value = float(text)
-            whole = int(value) if math.isfinite(value) and value.is_integer() else None
-        except ValueError:
-            whole = None
-        if whole is None or not spec.accepts(whole):
-            raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected {expected}")
-        return whole
-
-    parse.__name__ = expected.removeprefix("an ")
-    return parse
 
 
 # ---------------------------------------------------------------------------------------- run.json
@@ -181,7 +160,7 @@ def load_checkpoint(
         or (env.observation_space, env.action_space) != spaces
     ):
         raise checkpoint.unfit("env.pkl", f"it holds no {n_envs} envs {env_id} with {env_kwargs}")
-    if checkpoint.file("vecnormalize.pkl").exists():
+    if (checkpoint.path / "vecnormalize.pkl").exists():
         if "vecnormalize_returns" not in state:
             raise checkpoint.unfit(
                 "state.pkl", "it holds no VecNormalize returns, and vecnormalize.pkl is there"

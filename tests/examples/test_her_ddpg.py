@@ -88,7 +88,7 @@ def test_update_clips_targets_and_moves_both_networks() -> None:
     actor0 = [p.clone() for p in agent.actor.parameters()]
     critic0 = [p.clone() for p in agent.critic.parameters()]
     target0 = [p.clone() for p in agent.critic_target.parameters()]
-    agent.update(batch)
+    agent.updates([batch])
     assert any(not torch.equal(a, p) for a, p in zip(actor0, agent.actor.parameters(), strict=True))
     assert any(not torch.equal(a, p) for a, p in zip(critic0, agent.critic.parameters(), strict=True))
     assert all(torch.equal(a, p) for a, p in zip(target0, agent.critic_target.parameters(), strict=True))
