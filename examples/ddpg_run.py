@@ -149,10 +149,10 @@ class Run:
             raise SystemExit(2)
         if not scatter:
             return go
-        mine = result[:1]
-        if self.size > 1:
-            mine = [None]
-            dist.scatter_object_list(mine, result, src=0)
+        if self.size == 1:
+            return result[0]
+        mine = [None]
+        dist.scatter_object_list(mine, result, src=0)
         return mine[0]
 
     def broadcast(self, obj: Any) -> Any:
