@@ -15,9 +15,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.distributed as dist
-from ddpg_run import Run, Timers, all_sum, check_shares, flat_grads, part, share  # examples/ddpg_run.py
 from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, record_gif  # examples/nets.py
-from runfolder import Range, RunError, setting  # examples/runfolder.py
+from runfolder import Range, Run, RunError, Timers, setting  # examples/runfolder.py
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from goalenvs.envs.fetch import FetchVectorEnv
@@ -69,6 +68,36 @@ class Config:
 FREE_ON_RESUME = ("epochs", "threads")  # what a resumed run may change: how it computes, not what it learns
 TIMERS = ("env", "act", "store", "sample", "update", "sync", "eval", "checkpoint")  # eval.csv's t_* columns
 LOSSES = ("train/critic_loss", "train/actor_loss", "train/q_mean", "train/q_target_mean")  # per update
+
+
+def share(n: int, rank: int, size: int) -> tuple[int, int]:
+    """Worker ``rank``'s items ``[lo, hi)`` of ``n`` (contiguous; sizes differ by at most one)."""
+    return n * rank // size, n * (rank + 1) // size
+
+
+def part(total: int, lo: int, hi: int, n: int) -> int:
+    """The part of ``total`` (a batch, a buffer) that goes with items ``[lo, hi)`` of ``n`` envs."""
+    return total * hi // n - total * lo // n
+
+
+def all_sum(array: np.ndarray) -> np.ndarray:
+    """``array`` summed over the workers (itself when alone)."""
+    if not dist.is_initialized():
+        return array
+    tensor = torch.from_numpy(np.array(array))
+    dist.all_reduce(tensor)
+    return tensor.numpy()
+
+
+def flat_grads(module: torch.nn.Module) -> torch.Tensor:
+    """One zeroed buffer holding every gradient of ``module`` (each ``.grad`` a view into it)."""
+    params = list(module.parameters())
+    flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device)
+    offset = 0
+    for p in params:
+        p.grad = flat[offset : offset + p.numel()].view_as(p)
+        offset += p.numel()
+    return flat
 
 
 # ------------------------------------------------------------------------------------------ networks
@@ -443,7 +472,15 @@ def check(cfg: Config, workers: int) -> None:
         print(f"{SCRIPT}: note: this run computes in bfloat16, which this CPU emulates (no AVX-512 BF16 or AMX): an "
               "update takes ~16x its float32 time here; a new run's default here is --no-bf16", file=sys.stderr)  # fmt: skip
     horizon = int(gym.make(cfg.env_id).unwrapped.max_steps)  # type: ignore[attr-defined]
-    check_shares(cfg.n_envs, cfg.batch_size, cfg.buffer_size, workers, horizon)
+    if workers > cfg.n_envs:
+        raise RunError(f"--n-envs: {cfg.n_envs} envs cannot be shared by {workers} workers; accepted: n_envs >= {workers}, or fewer workers")  # fmt: skip
+    for rank in range(workers):
+        lo, hi = share(cfg.n_envs, rank, workers)
+        whose = f" (the share of worker {rank} of {workers})" if workers > 1 else ""
+        if part(cfg.batch_size, lo, hi, cfg.n_envs) < 1:
+            raise RunError(f"--batch-size: {cfg.batch_size} cannot be shared by {workers} workers; accepted: batch_size >= n_envs ({cfg.n_envs})")  # fmt: skip
+        if (size := part(cfg.buffer_size, lo, hi, cfg.n_envs)) // (hi - lo) < horizon:
+            raise RunError(f"--buffer-size{whose}: {size} is not accepted; accepted: at least {hi - lo} envs x {horizon} steps = {(hi - lo) * horizon} (HER samples whole episodes)")  # fmt: skip
 
 
 if __name__ == "__main__":
