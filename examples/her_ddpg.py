@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -21,7 +21,7 @@ from runfolder import Range, Run, RunError, Timers, setting  # examples/runfolde
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from goalenvs.envs.fetch import FetchVectorEnv
 from her import HerStorage
-from her.strategies import GoalSelectionStrategy, goal_step_offsets
+from her.strategies import goal_step_offsets
 
 CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"  # per-task settings
 POSITIVE, SHARE = Range(float, 0.0, low_open=True), Range(float, 0.0, 1.0)
@@ -30,8 +30,7 @@ COUNT = Range(int, 1)
 
 @dataclass
 class Config:
-    """The HER paper's settings for Fetch (its 8 workers x 2 rollouts = 16 envs, 8 x 256 = 2048 a batch);
-    every field is an option (``--n-envs``), a key of ``hyperparams/her_ddpg.yml`` and of config.json."""
+    """The HER paper's Fetch settings; each an option (``--n-envs``), a key of hyperparams/her_ddpg.yml and config.json."""
 
     env_id: str = setting("goalenvs/FetchPush-v0", str)
     seed: int = setting(0, Range(int, 0, 2**32 - 1))
@@ -82,10 +81,9 @@ def part(total: int, lo: int, hi: int, n: int) -> int:
 
 def all_sum(array: np.ndarray) -> np.ndarray:
     """``array`` summed over the workers (itself when alone)."""
-    if not dist.is_initialized():
-        return array
     tensor = torch.from_numpy(np.array(array))
-    dist.all_reduce(tensor)
+    if dist.is_initialized():
+        dist.all_reduce(tensor)
     return tensor.numpy()
 
 
@@ -102,8 +100,7 @@ def flat_grads(module: torch.nn.Module) -> torch.Tensor:
 
 # ------------------------------------------------------------------------------------------ networks
 class Agent:
-    """Actor, critic, their targets, optimisers and input normalisers. Under ``torchrun`` each worker's gradient
-    of its ``weight`` (share) of the batch is summed by ``dist.all_reduce``: every worker takes the same step."""
+    """Actor, critic, their targets, optimisers, normalisers; workers' gradients summed (weighted by their share)."""
 
     def __init__(self, cfg: Config, obs_dim: int, goal_dim: int, act_dim: int, weight: float = 1.0) -> None:
         self.cfg, self.weight, self.timers = cfg, weight, Timers(TIMERS)
@@ -138,58 +135,36 @@ class Agent:
             return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).cpu().numpy()
 
     def updates(self, batches: Iterable[dict[str, Any]]) -> None:
-        """One critic and then one actor Adam step on each batch in turn. With workers each gradient sum runs
-        while later work that does not need it is done (the actor's overlaps the next critic gradient, the
-        critic's the next batch's draw); the bits are those of the plain order."""
-        actor_step: Callable[[], None] = lambda: None  # noqa: E731  (the last batch's, awaiting its sum)
-        batches = iter(batches)
-        ahead = self.targets(next(batches, None))
-        while ahead is not None:
-            x, a, target = ahead
+        """One critic and then one actor Adam step on each batch in turn."""
+        for batch in batches:
+            x, a, target = self.targets(batch)
             q = self.critic(torch.cat([x, a], 1))
             critic_loss = (q - target).pow(2).mean()
-            critic_step = self.backward(critic_loss, self.critic_opt, 0)
-            actor_step()
-            ahead = self.targets(next(batches, None))
+            self.step(critic_loss, self.critic_opt, 0)
             pi = torch.tanh(self.actor(x))
-            critic_step()
             self.critic.requires_grad_(False)  # the actor's step needs no critic weight gradients
             actor_loss = -self.critic(torch.cat([x, pi], 1)).mean() + self.cfg.action_l2 * pi.pow(2).mean()
             self.critic.requires_grad_(True)
-            actor_step = self.backward(actor_loss, self.actor_opt, 1)
+            self.step(actor_loss, self.actor_opt, 1)
             if self.stats is not None:
                 with torch.no_grad():
                     self.stats += torch.stack([critic_loss, actor_loss, q.mean(), target.mean()])
-        actor_step()
 
-    def backward(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> Callable[[], None]:
-        """Backward into network ``which``'s (0: critic, 1: actor) gradients, their sum over the workers
-        started; the returned call waits for it and steps."""
+    def step(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> None:
+        """Adam's step on ``loss``'s gradients of network ``which`` (0: critic, 1: actor), summed over the workers."""
         opt.zero_grad(set_to_none=not self.grads)  # with workers: keep the .grad views into the buffer
         loss.backward()
-        if not self.grads:
-            return lambda: self.step(opt)
-        work = dist.all_reduce(self.grads[which].mul_(self.weight), async_op=True)
-
-        def step() -> None:
-            with self.timers("sync"):  # the wait for the other workers' gradients
-                cast(dist.Work, work).wait()
-            self.step(opt)
-
-        return step
-
-    def step(self, opt: torch.optim.Optimizer) -> None:
-        """Adam's step; ``flush_denormals``: late in a run tiny second moments are subnormal, and slow."""
-        torch.set_flush_denormal(self.cfg.flush_denormals)
+        if self.grads:
+            with self.timers("sync"):
+                dist.all_reduce(self.grads[which].mul_(self.weight))
+        torch.set_flush_denormal(self.cfg.flush_denormals)  # late in a run tiny moments are subnormal: slow
         try:
             opt.step()
         finally:
             torch.set_flush_denormal(False)
 
-    def targets(self, batch: dict[str, Any] | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    def targets(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """A batch's network input, actions and the critic's clipped targets (from the target networks)."""
-        if batch is None:
-            return None
         obs, nxt = batch["observations"], batch["next_observations"]
         x = self.inputs(obs["observation"], obs["desired_goal"])
         x2 = self.inputs(nxt["observation"], nxt["desired_goal"])
@@ -228,22 +203,20 @@ class Agent:
         self.g_norm.load_state_dict(state["normalizers"][1])
 
 
-def hindsight_goals(achieved_next: np.ndarray, rng: np.random.Generator, share: float,
-                    strategy: GoalSelectionStrategy | str = GoalSelectionStrategy.FUTURE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Per step of ``(N, T, G)`` achieved goals, the one HER's ``strategy`` picks and whether to relabel with it."""
+def hindsight_goals(achieved_next: np.ndarray, rng: np.random.Generator, share: float) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Per step of ``(N, T, G)`` achieved goals, the 'future' one HER picks and whether to relabel with it."""
     n, steps, _ = achieved_next.shape
     t = np.broadcast_to(np.arange(steps), (n, steps)).ravel()
-    offsets = goal_step_offsets(strategy, t, steps - t, rng.random(n * steps))
+    offsets = goal_step_offsets("future", t, steps - t, rng.random(n * steps))
     picked = np.take_along_axis(achieved_next, (t + offsets).reshape(n, steps, 1), axis=1)
     return picked, rng.random((n, steps)) < share
 
 
 # ------------------------------------------------------------------------------------------ one worker
 class Trainer:
-    """One worker's envs (its share of ``n_envs``), storage shard, agent, random generator and counters;
-    and the loop's steps: collect, normalise, evaluate. Worker 0 draws what one process draws."""
+    """One worker's share of the envs, its storage shard, agent, random generators and counters, and its steps."""
 
-    def __init__(self, cfg: Config, run: Run, env_threads: int = 1):
+    def __init__(self, cfg: Config, run: Run):
         self.cfg, self.rank, self.size, self.timers = cfg, run.rank, run.size, run.timers
         rank, size = run.rank, run.size
         torch.set_num_threads(cfg.threads)
@@ -252,7 +225,7 @@ class Trainer:
         self.rng = np.random.default_rng(seeds[0])
         lo, hi = share(cfg.n_envs, rank, size)  # its batch and buffer follow its share of the envs
         self.n_local, self.batch_local = hi - lo, part(cfg.batch_size, lo, hi, cfg.n_envs)
-        make: Any = dict(vectorization_mode="vector_entry_point", num_threads=env_threads)
+        make: Any = dict(vectorization_mode="vector_entry_point", num_threads=1)
         self.envs = cast(FetchVectorEnv, gym.make_vec(cfg.env_id, self.n_local, **make))
         self.eval_lo, eval_hi = share(cfg.eval_episodes, rank, size)  # its episodes of each evaluation
         self.eval_local = eval_hi - self.eval_lo
@@ -295,8 +268,7 @@ class Trainer:
         return u.astype(np.float32)
 
     def collect(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One episode in every env with the exploring policy, stored step by step; returns the episodes'
-        observations ``(N, T, obs)``, achieved goals after each step ``(N, T, G)`` and goals ``(N, G)``."""
+        """An exploring episode per env, stored; its observations, achieved goals after each step and goals."""
         timers = self.timers
         with timers("store"):
             obs, _ = self.envs.reset(seed=self.reset_seeds)  # later cycles go on with each env's own stream
@@ -319,13 +291,10 @@ class Trainer:
         return np.stack(observations, 1), np.stack(achieved, 1), obs["desired_goal"]
 
     def normalise(self, observations: np.ndarray, achieved: np.ndarray, goals: np.ndarray) -> None:
-        """Add the episodes' observations, and their goals as HER relabels them, to the normalisers
-        (summed over the workers)."""
+        """Add the episodes' observations, and their goals as HER relabels them, to the normalisers (all workers')."""
         agent, clip = self.agent, self.cfg.clip_obs
         goals = np.repeat(goals[:, None], achieved.shape[1], axis=1)
-        relabel, use = hindsight_goals(
-            achieved, self.rng, self.storage.her_ratio, self.storage.goal_selection_strategy
-        )
+        relabel, use = hindsight_goals(achieved, self.rng, self.storage.her_ratio)
         goals[use] = relabel[use]
         o_stats = agent.o_norm.stats(np.clip(observations, -clip, clip))
         stats = all_sum(np.concatenate([o_stats, agent.g_norm.stats(np.clip(goals, -clip, clip))]))
@@ -343,11 +312,9 @@ class Trainer:
     def evaluate(
         self, base: int | None = None, extra: np.ndarray | None = None
     ) -> tuple[float, float, np.ndarray]:
-        """The greedy policy's success rate and mean return over ``eval_episodes`` episodes seeded ``base``,
-        ``base + 1``, ... (shared by the workers), and ``extra`` summed over the workers with them."""
+        """The greedy policy's success rate and mean return over ``eval_episodes``, and ``extra``, all workers'."""
         base = 10**9 + self.cfg.seed * 10_007 + self.epoch * 1_009 if base is None else base
-        successes = returns = 0.0
-        done = 0
+        successes, returns, done = 0.0, 0.0, 0
         while done < self.eval_local:
             envs = self.eval_envs[: self.eval_local - done]
             obs = stack([env.reset(seed=base + self.eval_lo + done + i)[0] for i, env in enumerate(envs)])
@@ -359,16 +326,14 @@ class Trainer:
             successes += sum(float(r[4]["is_success"]) for r in results)
             done += len(envs)
         total = all_sum(np.array([successes, returns, *(() if extra is None else extra)]))
-        n = self.cfg.eval_episodes
-        return float(total[0] / n), float(total[1] / n), total[2:]
+        return float(total[0] / self.cfg.eval_episodes), float(total[1] / self.cfg.eval_episodes), total[2:]
 
     def state(self) -> dict[str, Any]:
         """What every worker holds alike (agent.pt, with the run's own state)."""
         return {"agent": self.agent.state_dict(), "epoch": self.epoch, "updates": self.updates, "reset_seeds": self.reset_seeds}  # fmt: skip
 
     def own(self) -> dict[str, Any]:
-        """This worker's own part: its storage shard and random states. At a cycle boundary every env is
-        about to be reset, so an env's generator is all there is of it."""
+        """This worker's storage shard and random states (at a cycle's end an env's generator is all of it)."""
         rngs = {"envs": list(self.envs._rngs), "rng": self.rng.bit_generator.state, "torch_rng": torch.get_rng_state().numpy()}  # fmt: skip
         return {"storage": self.storage, "envs": rngs}
 
@@ -408,8 +373,7 @@ def stack(dicts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 # ------------------------------------------------------------------------------------------ the loop
 def train(t: Trainer, run: Run) -> float:
-    """DDPG + HER from ``t``'s epoch to ``cfg.epochs``; returns the last evaluation's success rate. Every cycle:
-    an episode per env, the normalisers, ``n_batches`` updates, the targets' move; every epoch: an evaluation."""
+    """DDPG + HER from ``t``'s epoch to ``cfg.epochs``; returns the last evaluation's success rate."""
     cfg, timers, agent = t.cfg, t.timers, t.agent
     success = run.begin()
     while t.epoch < cfg.epochs:
@@ -443,7 +407,7 @@ def main(argv: list[str] | None = None) -> float:
         name = lambda cfg: f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"  # noqa: E731  (the default folder)
         cfg, args = run.start(argv, lambda cfg: Path("runs") / name(cfg), check)
         cfg = cfg if args.evaluate is None else replace(cfg, eval_episodes=args.evaluate)
-        t = Trainer(cfg, run, args.env_threads)
+        t = Trainer(cfg, run)
         run.progress = lambda: f"at epoch {t.epoch}, cycle {t.cycle}"
         if run.resuming:
             t.load(*run.resume(t.fits))
@@ -476,11 +440,10 @@ def check(cfg: Config, workers: int) -> None:
         raise RunError(f"--n-envs: {cfg.n_envs} envs cannot be shared by {workers} workers; accepted: n_envs >= {workers}, or fewer workers")  # fmt: skip
     for rank in range(workers):
         lo, hi = share(cfg.n_envs, rank, workers)
-        whose = f" (the share of worker {rank} of {workers})" if workers > 1 else ""
         if part(cfg.batch_size, lo, hi, cfg.n_envs) < 1:
             raise RunError(f"--batch-size: {cfg.batch_size} cannot be shared by {workers} workers; accepted: batch_size >= n_envs ({cfg.n_envs})")  # fmt: skip
         if (size := part(cfg.buffer_size, lo, hi, cfg.n_envs)) // (hi - lo) < horizon:
-            raise RunError(f"--buffer-size{whose}: {size} is not accepted; accepted: at least {hi - lo} envs x {horizon} steps = {(hi - lo) * horizon} (HER samples whole episodes)")  # fmt: skip
+            raise RunError(f"--buffer-size{f' (the share of worker {rank} of {workers})' * (workers > 1)}: {size} is not accepted; accepted: at least {hi - lo} envs x {horizon} steps = {(hi - lo) * horizon} (HER samples whole episodes)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -711,30 +711,18 @@ class Run:
         self, argv: list[str], output: Callable[[Any], Path], check: Callable[[Any, int], None]
     ) -> tuple[Any, Any, bool, bool]:
         parser = ArgumentParser(prog=self.script)
-        add = parser.add_argument
-        add("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR")
-        add("--output", type=Path, help="the run's folder (made if needed)")
-        add(
-            "--force",
-            action="store_true",
-            help="replace the run in a non-empty --output (its own files only)",
-        )
-        add("--save-freq", type=integer(0), default=5, help="epochs between checkpoints (0: none)")
-        add("--evaluate", type=integer(1), metavar="N", help="with --resume: the success over N episodes")
-        add(
-            "--tensorboard",
-            type=folder_path,
-            metavar="DIR",
-            help="also write TensorBoard events to DIR/<run>_<N>",
-        )
-        add(
-            "--env-threads",
-            type=integer(1),
-            default=1,
-            help="threads stepping each worker's envs (default 1)",
-        )
-        add("--conf-file", type=Path, help="per-env settings (YAML: env id -> settings)")
-        add("--no-gif", action="store_true", help="skip the GIF of the trained policy")
+        for flag, kind, help in (
+            ("--resume", Path, "continue the run in RUN_DIR"),
+            ("--output", Path, "the run's folder (made if needed)"),
+            ("--force", bool, "replace the run in a non-empty --output (its own files only)"),
+            ("--save-freq", integer(0), "epochs between checkpoints (0: none; default 5)"),
+            ("--evaluate", integer(1), "with --resume: the success over N episodes"),
+            ("--tensorboard", folder_path, "also write TensorBoard events to DIR/<run>_<N>"),
+            ("--conf-file", Path, "per-env settings (YAML: env id -> settings)"),
+            ("--no-gif", bool, "skip the GIF of the trained policy"),
+        ):
+            kw = {"action": "store_true"} if kind is bool else {"type": kind}
+            parser.add_argument(flag, help=help, default=5 if flag == "--save-freq" else None, **kw)
         add_settings(parser, self.config)
         args = parser.parse_args(argv)
         values = {k: getattr(args, k) for k in self.specs if getattr(args, k) is not None}
