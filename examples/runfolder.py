@@ -1,7 +1,5 @@
-"""The run folder of the training scripts (train.py, her_ddpg.py, offline_her.py), its rules written once:
-settings checked before the first write, one process per folder (a ``flock`` holding the pid), a manifest of
-what a run wrote (all ``--force`` removes), checkpoints written whole (fsynced, then renamed), one-line exits,
-and :class:`Run`, her_ddpg.py's loop around them. docs/failures.md says what each promises and its test."""
+"""The run folder of train.py, her_ddpg.py and offline_her.py, and :class:`Run`, her_ddpg.py's run of its workers:
+its rules and each one's test are in docs/failures.md."""
 
 from __future__ import annotations
 
@@ -28,6 +26,7 @@ from typing import Any, NoReturn, TypeVar, cast
 
 import torch
 import torch.distributed as dist
+import yaml
 
 try:
     import fcntl
@@ -46,8 +45,7 @@ class RunError(Exception):
 # ---------------------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
 class Range:
-    """The accepted values of a numeric setting: ``kind`` int or float, within ``[low, high]`` (``low_open``
-    / ``high_open`` exclude a bound); never a bool, NaN or infinity."""
+    """A numeric setting's accepted values: ``kind`` in ``[low, high]`` (``*_open``: excluded); not NaN or inf."""
 
     kind: type = float
     low: float | None = None
@@ -72,9 +70,8 @@ class Range:
 
 
 def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Any], where: str) -> None:
-    """Raise :class:`RunError` naming the first value not accepted. ``ranges`` maps a key to a :class:`Range`,
-    ``bool``, ``str`` or a tuple of choices; ``where`` is ``"option"`` (each key named as its option) or a
-    file and entry (``"--conf-file: conf.yml, entry 'X', key"``)."""
+    """Raise :class:`RunError` naming the first value not accepted by ``ranges`` (a :class:`Range`, ``bool``,
+    ``str`` or a tuple of choices per key); ``where``: ``"option"`` or the file and entry."""
     for key, value in values.items():
         spec = ranges.get(key)
         if isinstance(spec, Range):
@@ -91,8 +88,7 @@ def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Any], where: 
 
 
 def setting(default: Any, accepted: Any) -> Any:
-    """A settings dataclass field: its default (a function: called) and its accepted values, for
-    :func:`check_settings` and :func:`add_settings`."""
+    """A settings dataclass field: its default (a function: called) and its accepted values."""
     if callable(default):
         return field(default_factory=default, metadata={"accepted": accepted})
     return field(default=default, metadata={"accepted": accepted})
@@ -206,8 +202,7 @@ def curve_png(steps: list[float], success: list[float], xlabel: str, title: str)
 
 
 def make_numbered_folder(parent: Path, name: str) -> Path:
-    """Make ``parent/<name>_<N>``, N one above the highest there (stable-baselines3's numbering of its
-    TensorBoard runs); a folder made by another process meanwhile is skipped."""
+    """Make ``parent/<name>_<N>``, N one above the highest there (as stable-baselines3 numbers its runs)."""
     parent.mkdir(parents=True, exist_ok=True)
     numbered = re.compile(re.escape(name) + r"_(\d+)")
     n = max((int(m.group(1)) for p in parent.iterdir() if (m := numbered.fullmatch(p.name))), default=0)
@@ -258,9 +253,8 @@ def sha256(path: Path) -> str:
 def run_main(
     script: str, body: Callable[[], _T], where: Callable[[], str], quiet_interrupt: bool = False
 ) -> _T:
-    """Run a script's ``body``, ending it the same way in every script: a :class:`RunError` is one line and
-    exit status 2; Ctrl-C or SIGTERM one line ``<script>: interrupted <where()>`` and 130; a failed write
-    (an ``OSError`` with an errno: a full disk) one line and 1; a lost torchrun worker one line and 1."""
+    """A script's ``body``, ended in one line: a :class:`RunError` (status 2); Ctrl-C or SIGTERM
+    ``interrupted <where()>`` (130); a failed write (an errno: a full disk) or a lost torchrun worker (1)."""
     previous = None
     with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
         previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a scheduler's stop, as Ctrl-C
@@ -270,8 +264,26 @@ def run_main(
         print(f"{script}: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as exc:
-        if not raised_while_interrupted(exc):  # Ctrl-C in a library's write can surface as its clean-up error
-            raise SystemExit(exit_line(script, exc, where)) from None
+        cause: BaseException | None = exc  # Ctrl-C in a library's write can surface as its clean-up error
+        while cause is not None and not isinstance(cause, KeyboardInterrupt):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None and isinstance(exc, dist.DistError):  # another worker is gone
+            text = " ".join(str(exc).split("\n")[0].split())
+            text = text.split("] ", 1)[-1].split(" This is typically caused by ")[0][:200]  # gloo's own words
+            rank, size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+            print(
+                f"{script}: error: worker {rank} of {size}: another worker stopped or cannot be reached ({text}); this worker stops too. Resume the run from its last checkpoint with the same launch and --resume",
+                file=sys.stderr,
+            )
+            raise SystemExit(1) from None
+        if (
+            cause is None and isinstance(exc, OSError) and exc.errno is not None
+        ):  # a failed write: a full disk
+            file = f" ({exc.filename})" if exc.filename else ""
+            print(f"{script}: error: {exc.strerror}{file}; stopped {where()}", file=sys.stderr)
+            raise SystemExit(1) from None
+        if cause is None:
+            raise
     except KeyboardInterrupt:
         pass
     finally:
@@ -280,38 +292,6 @@ def run_main(
     if not quiet_interrupt:
         print(f"{script}: interrupted {where()}", file=sys.stderr)
     raise SystemExit(130)
-
-
-def exit_line(script: str, exc: Exception, where: Callable[[], str]) -> int:
-    """Say in one line why a lost worker or a failed write (an errno: a full disk) ended the run: status 1."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is not None and isinstance(exc, dist.DistError):  # another worker is gone
-        text = " ".join(str(exc).split("\n")[0].split())
-        text = text.split("] ", 1)[-1].split(" This is typically caused by ")[0][:200]  # gloo's own words
-        rank, size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
-        print(
-            f"{script}: error: worker {rank} of {size}: another worker stopped or cannot be reached ({text}); "
-            "this worker stops too. Resume the run from its last checkpoint with the same launch and --resume",
-            file=sys.stderr,
-        )
-        return 1
-    if not isinstance(exc, OSError) or exc.errno is None:
-        raise exc
-    file = f" ({exc.filename})" if exc.filename else ""
-    print(f"{script}: error: {exc.strerror}{file}; stopped {where()}", file=sys.stderr)
-    return 1
-
-
-def raised_while_interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised while handling a KeyboardInterrupt (anywhere down its chain)."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 # ---------------------------------------------------------------------------------------- the folder
@@ -350,8 +330,7 @@ def is_checkpoint(path: Path) -> bool:
 
 
 class RunFolder:
-    """An output folder held by this process; use :meth:`create` or :meth:`open`. ``script`` names the
-    script (a folder of another script is refused); ``outputs``: the names it may write at the top."""
+    """An output folder of ``script`` held by this process (:meth:`create`, :meth:`open`); ``outputs``: its files."""
 
     def __init__(self, path: Path, script: str, outputs: Iterable[str]) -> None:
         self.path, self.script, self.outputs = path, script, frozenset(outputs) | {CHECKPOINTS}
@@ -391,8 +370,8 @@ class RunFolder:
 
     @classmethod
     def create(cls, path: Path, *, force: bool, outputs: Iterable[str], script: str) -> RunFolder:
-        """Lock ``path`` (made if needed) for a new run; with ``force`` remove what an earlier run wrote there.
-        Checked before anything is written and again once locked; a refused start leaves no trace."""
+        """Lock ``path`` (made if needed) for a new run, ``force``: removing an earlier run's files; checked before
+        anything is written and again once locked."""
         folder = cls(path, script, outputs)
         folder.check_empty(force)
         made = [p for p in (path, *path.parents) if not p.exists()]
@@ -410,7 +389,15 @@ class RunFolder:
             raise
         folder.remove_temporaries()
         for name in sorted((folder.read_manifest(missing_ok=True) or {}).get("files", [])):
-            folder.remove_own(name)
+            own = path / name  # in checkpoints/ only whole checkpoints and their temporaries
+            if name == CHECKPOINTS and own.is_dir() and not own.is_symlink():
+                for child in own.iterdir():
+                    if is_checkpoint(child) or (child.name.startswith(".tmp-") and child.is_dir()):
+                        shutil.rmtree(child)
+                with contextlib.suppress(OSError):
+                    own.rmdir()  # kept if the user put something there
+            elif name not in (LOCK, MANIFEST) and (own.is_file() or own.is_symlink()):
+                own.unlink()
         folder.run_id, folder.written = uuid.uuid4().hex, {LOCK}
         folder.write_manifest()
         return folder
@@ -515,18 +502,6 @@ class RunFolder:
             for tmp in self.path.glob(f".{name}.tmp-*"):
                 tmp.unlink(missing_ok=True)
 
-    def remove_own(self, name: str) -> None:
-        """Remove an entry a run wrote; in ``checkpoints/`` only whole checkpoints and their temporaries."""
-        path = self.path / name
-        if name == CHECKPOINTS and path.is_dir() and not path.is_symlink():
-            for child in path.iterdir():
-                if is_checkpoint(child) or (child.name.startswith(".tmp-") and child.is_dir()):
-                    shutil.rmtree(child)
-            with contextlib.suppress(OSError):
-                path.rmdir()  # kept if the user put something there
-        elif name not in (LOCK, MANIFEST) and (path.is_file() or path.is_symlink()):
-            path.unlink()
-
     def save_checkpoint(
         self, tag: int, files: Mapping[str, Callable[[Path], object]], meta: Mapping[str, Any]
     ) -> Checkpoint:
@@ -607,8 +582,7 @@ def read_checkpoint(path: Path, script: str, run_id: str | None, verify: bool = 
 
 # ---------------------------------------------------------------------------------------- a run
 class Timers:
-    """Seconds per phase (eval.csv's ``t_*`` columns): ``with timers("env"): ...``; a phase timed inside
-    another is taken out of the outer one."""
+    """Seconds per phase (eval.csv's ``t_*``), ``with timers("env"):``; an inner phase's are not the outer's."""
 
     def __init__(self, names: Iterable[str]) -> None:
         self.seconds, self.inner = dict.fromkeys(names, 0.0), [0.0]
@@ -741,20 +715,7 @@ class Run:
                 True,
                 args.evaluate is None and (self.tensorboard or args.tensorboard) is not None,
             )
-        conf = args.conf_file or self.conf_file
-        cfg = self.config(**{**self.conf_entry(conf, values.get("env_id", self.config().env_id)), **values})
-        check(cfg, self.size)
-        self.path = args.output or output(cfg)
-        RunFolder.check_new(self.path, args.force, self.outputs, self.script)
-        if args.tensorboard is not None:
-            check_new_folder(args.tensorboard, "--tensorboard")
-        self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
-        return cfg, args, False, args.tensorboard is not None
-
-    def conf_entry(self, path: Path, env_id: str) -> dict[str, Any]:
-        """The ``env_id`` entry of a YAML settings file, its keys and values checked."""
-        import yaml
-
+        path, env_id = args.conf_file or self.conf_file, values.get("env_id", self.config().env_id)
         try:
             entries = yaml.safe_load(path.read_text()) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
@@ -765,7 +726,14 @@ class Run:
         if set(entry) - set(self.specs):
             raise RunError(f"--conf-file: {path} entry {env_id!r} has unknown keys {sorted(set(entry) - set(self.specs))}")  # fmt: skip
         check_settings(entry, self.specs, f"--conf-file: {path}, entry {env_id!r}, key")
-        return entry
+        cfg = self.config(**{**entry, **values})
+        check(cfg, self.size)
+        self.path = args.output or output(cfg)
+        RunFolder.check_new(self.path, args.force, self.outputs, self.script)
+        if args.tensorboard is not None:
+            check_new_folder(args.tensorboard, "--tensorboard")
+        self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
+        return cfg, args, False, args.tensorboard is not None
 
     def resumed(self, args: Any, values: dict[str, Any], check: Callable[[Any, int], None]) -> Any:
         """A resumed run's settings: its config.json's, those in ``free`` changed by options; and its checkpoint."""
@@ -878,11 +846,6 @@ class Run:
         self.folder.save_checkpoint(epoch, writers, meta)
 
     # ------------------------------------------------------------------ the curve
-    def clocks(self) -> tuple[float, float]:
-        """The run's wall and CPU seconds so far, over every session."""
-        wall, cpu = time.perf_counter() - self.started[0], time.process_time() - self.started[1]
-        return self.earlier[0] + wall, self.earlier[1] + cpu
-
     def begin(self) -> float:
         """Write config.json and commands.txt (a resumed run's curve cut at its checkpoint), open TensorBoard
         and start the clocks; returns the last epoch's success rate (NaN before the first)."""
@@ -917,7 +880,8 @@ class Run:
     def end_epoch(self, epoch: int, steps: int, updates: int, success: float, figures: dict[str, float], state: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> None:  # fmt: skip
         """The epoch's row of eval.csv, its TensorBoard points (``figures`` and the clocks') and printed line,
         and when due (every ``--save-freq`` epochs, and the last) a checkpoint of ``state()``."""
-        wall, cpu = self.clocks()
+        wall = self.earlier[0] + time.perf_counter() - self.started[0]  # over every session
+        cpu = self.earlier[1] + time.process_time() - self.started[1]
         timers, before = self.timers.seconds, self.rows[-1] if self.rows else {"env_steps": 0, "updates": 0}
         row = {"epoch": epoch, "env_steps": steps, "updates": updates, "success_rate": success}
         self.rows.append(
