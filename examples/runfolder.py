@@ -685,17 +685,17 @@ class Run:
         self, argv: list[str], output: Callable[[Any], Path], check: Callable[[Any, int], None]
     ) -> tuple[Any, Any, bool, bool]:
         parser = ArgumentParser(prog=self.script)
-        for flag, kind, help in (
-            ("--resume", Path, "continue the run in RUN_DIR"),
-            ("--output", Path, "the run's folder (made if needed)"),
-            ("--force", bool, "replace the run in a non-empty --output (its own files only)"),
-            ("--save-freq", integer(0), "epochs between checkpoints (0: none; default 5)"),
-            ("--evaluate", integer(1), "with --resume: the success over N episodes"),
-            ("--tensorboard", folder_path, "also write TensorBoard events to DIR/<run>_<N>"),
-            ("--conf-file", Path, "per-env settings (YAML: env id -> settings)"),
-            ("--no-gif", bool, "skip the GIF of the trained policy"),
+        for flag, kind, metavar, help in (
+            ("--resume", Path, "RUN_DIR", "continue the run in RUN_DIR"),
+            ("--output", Path, None, "the run's folder (made if needed)"),
+            ("--force", bool, None, "replace the run in a non-empty --output (its own files only)"),
+            ("--save-freq", integer(0), None, "epochs between checkpoints (0: none; default 5)"),
+            ("--evaluate", integer(1), "N", "with --resume: the success over N episodes"),
+            ("--tensorboard", folder_path, "DIR", "also write TensorBoard events to DIR/<run>_<N>"),
+            ("--conf-file", Path, None, "per-env settings (YAML: env id -> settings)"),
+            ("--no-gif", bool, None, "skip the GIF of the trained policy"),
         ):
-            kw = {"action": "store_true"} if kind is bool else {"type": kind}
+            kw = {"action": "store_true"} if kind is bool else {"type": kind, "metavar": metavar}
             parser.add_argument(flag, help=help, default=5 if flag == "--save-freq" else None, **kw)
         add_settings(parser, self.config)
         args = parser.parse_args(argv)
