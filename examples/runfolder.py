@@ -505,8 +505,7 @@ class RunFolder:
     def save_checkpoint(
         self, tag: int, files: Mapping[str, Callable[[Path], object]], meta: Mapping[str, Any]
     ) -> Checkpoint:
-        """Write checkpoint ``tag`` as one unit (``files``: each name's writer, given the path; ``meta``: JSON
-        kept in its manifest) and make it the latest; older ones are then removed."""
+        """Write checkpoint ``tag`` whole (``files``: name -> writer of a path; ``meta``: JSON), older ones removed."""
         self.record(CHECKPOINTS)
         root = self.path / CHECKPOINTS
         root.mkdir(exist_ok=True)
@@ -673,8 +672,7 @@ class Run:
 
     # ------------------------------------------------------------------ settings and folder
     def start(self, argv: list[str] | None, output: Callable[[Any], Path], check: Callable[[Any, int], None]) -> tuple[Any, argparse.Namespace]:  # fmt: skip
-        """The settings and options, checked (``check(cfg, workers)``: the script's checks), and the folder
-        locked by worker 0, which hands them to the others; nothing is written yet."""
+        """The settings and options, checked (``check``: the script's own), and the folder locked, by worker 0."""
         argv = sys.argv[1:] if argv is None else list(argv)
         self.cfg, self.args, self.resuming, self.tracking = self.agreed(
             lambda: self.settings(argv, output, check)
@@ -817,8 +815,7 @@ class Run:
         return state, own
 
     def save(self, epoch: int, state: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> None:
-        """Checkpoint ``epoch`` as one unit: the shared state (``agent.pt``, with the curve and the clocks)
-        and every worker's own part, which worker 0 gathers and writes (no shared file system needed)."""
+        """Checkpoint ``epoch``: ``agent.pt`` (with the curve and clocks) and every worker's part, gathered by worker 0."""
         shared, own = state()
         files = {
             f"{k}{'-' * bool(self.rank)}{self.rank or ''}.pkl": pickle.dumps(v, protocol=5)
@@ -847,8 +844,7 @@ class Run:
 
     # ------------------------------------------------------------------ the curve
     def begin(self) -> float:
-        """Write config.json and commands.txt (a resumed run's curve cut at its checkpoint), open TensorBoard
-        and start the clocks; returns the last epoch's success rate (NaN before the first)."""
+        """Write config.json, commands.txt (and a resumed run's eval.csv), open TensorBoard, start the clocks."""
         tensorboard = self.tensorboard
         if self.folder is not None:
             if tensorboard is None and self.args.tensorboard is not None:
@@ -878,8 +874,7 @@ class Run:
         return self.rows[-1]["success_rate"] if self.rows else float("nan")
 
     def end_epoch(self, epoch: int, steps: int, updates: int, success: float, figures: dict[str, float], state: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> None:  # fmt: skip
-        """The epoch's row of eval.csv, its TensorBoard points (``figures`` and the clocks') and printed line,
-        and when due (every ``--save-freq`` epochs, and the last) a checkpoint of ``state()``."""
+        """The epoch's eval.csv row, TensorBoard points and line, and when due a checkpoint of ``state()``."""
         wall = self.earlier[0] + time.perf_counter() - self.started[0]  # over every session
         cpu = self.earlier[1] + time.process_time() - self.started[1]
         timers, before = self.timers.seconds, self.rows[-1] if self.rows else {"env_steps": 0, "updates": 0}
