@@ -2,7 +2,7 @@
 
 Both sides sample a HER batch from a buffer holding the same 40 random FetchPush episodes and take
 one critic and one actor step of ``[256, 256, 256]`` networks (the HER paper's), on one torch thread:
-ours with ``HerStorage.sample_arrays`` + ``Agent.update`` (bfloat16 hidden layers, and float32), the
+ours with ``HerStorage.sample_arrays`` + ``Agent.updates`` (bfloat16 hidden layers, and float32), the
 peer with ``DDPG.train(gradient_steps=1)`` on our ``her.HerReplayBuffer`` (so the buffer is not what
 differs). Batch 256 is one worker of the paper, 2048 its 8 workers' averaged gradient.
 
@@ -37,17 +37,17 @@ def _episodes(env, n: int):
 
 
 def update_flop(agent, batch: dict) -> int:
-    """Floating-point operations (2 a multiply-add) of the matrix products of one ``agent.update(batch)``,
+    """Floating-point operations (2 a multiply-add) of the matrix products of one ``agent.updates([batch])``,
     as torch's ``FlopCounterMode`` counts them (the update is taken)."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
-        agent.update(batch)
+        agent.updates([batch])
     return int(counter.get_total_flops())
 
 
 def _ours(agent, storage, batch: int):
-    return lambda: [agent.update(storage.sample_arrays(batch)) for _ in range(10)]
+    return lambda: [agent.updates([storage.sample_arrays(batch)]) for _ in range(10)]
 
 
 def _product(a, w):

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from runfolder import ArgumentParser, at_least  # examples/runfolder.py
+from runfolder import ArgumentParser, integer  # examples/runfolder.py
 from sb3_contrib import TQC
 from stable_baselines3 import SAC
 from stable_baselines3.common.env_util import make_vec_env
@@ -34,8 +34,8 @@ def main() -> None:
     parser.add_argument("--task", choices=["Reach", "Push", "Slide", "PickAndPlace"], default="Reach")
     parser.add_argument("--algo", choices=["sac", "tqc"], default="sac")
     for name, default, minimum in (("timesteps", 10_000, 1), ("seed", 0, 0), ("eval-episodes", 100, 1)):
-        parser.add_argument(f"--{name}", type=at_least(minimum), default=default, help=f"default {default}")
-    parser.add_argument("--threads", type=at_least(1), default=1, help="torch threads (default 1: fastest for small networks)")  # fmt: skip
+        parser.add_argument(f"--{name}", type=integer(minimum), default=default, help=f"default {default}")
+    parser.add_argument("--threads", type=integer(1), default=1, help="torch threads (default 1: fastest for small networks)")  # fmt: skip
     args = parser.parse_args()
     torch.set_num_threads(args.threads)  # one thread: as fast for networks this small, and jobs don't fight
 

@@ -1,13 +1,12 @@
 """DDPG + HER as in the HER paper (Andrychowicz et al., 2017; Plappert et al., 2018), on ``her.HerStorage``,
 top to bottom: the settings, the networks and their update, what one worker collects and evaluates, the loop.
-``python examples/her_ddpg.py --env goalenvs/FetchPush-v0`` (``--resume RUN_DIR`` goes on; ``torchrun``: workers).
-docs/training.md says what each setting does; examples/runfolder.py keeps the run folder."""
+docs/training.md says how to run it (resume, torchrun workers) and what each setting does."""
 
 from __future__ import annotations
 
 import copy
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -16,29 +15,22 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.distributed as dist
-from nets import MLP, OUTPUTS, SCRIPT, Normalizer, record_gif  # examples/nets.py
+from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, record_gif  # examples/nets.py
 from runfolder import Range, Run, RunError, Timers, setting  # examples/runfolder.py
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
-from goalenvs.envs.fetch import FetchEnv, FetchVectorEnv
+from goalenvs.envs.fetch import FetchVectorEnv
 from her import HerStorage
-from her.strategies import GoalSelectionStrategy, goal_step_offsets
+from her.strategies import goal_step_offsets
 
 CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"  # per-task settings
 POSITIVE, SHARE = Range(float, 0.0, low_open=True), Range(float, 0.0, 1.0)
 COUNT = Range(int, 1)
 
 
-def native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 in hardware (AVX-512 BF16, AMX): else it is emulated, far slower."""
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's own probes
-    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
-
-
 @dataclass
 class Config:
-    """The HER paper's settings for Fetch (its 8 workers x 2 rollouts = 16 envs, 8 x 256 = 2048 a batch);
-    every field is an option (``--n-envs``), a key of ``hyperparams/her_ddpg.yml`` and of config.json."""
+    """The HER paper's Fetch settings; each an option (``--n-envs``), a key of hyperparams/her_ddpg.yml and config.json."""
 
     env_id: str = setting("goalenvs/FetchPush-v0", str)
     seed: int = setting(0, Range(int, 0, 2**32 - 1))
@@ -74,6 +66,7 @@ class Config:
 
 FREE_ON_RESUME = ("epochs", "threads")  # what a resumed run may change: how it computes, not what it learns
 TIMERS = ("env", "act", "store", "sample", "update", "sync", "eval", "checkpoint")  # eval.csv's t_* columns
+LOSSES = ("train/critic_loss", "train/actor_loss", "train/q_mean", "train/q_target_mean")  # per update
 
 
 def share(n: int, rank: int, size: int) -> tuple[int, int]:
@@ -88,17 +81,26 @@ def part(total: int, lo: int, hi: int, n: int) -> int:
 
 def all_sum(array: np.ndarray) -> np.ndarray:
     """``array`` summed over the workers (itself when alone)."""
-    if not dist.is_initialized():
-        return array
     tensor = torch.from_numpy(np.array(array))
-    dist.all_reduce(tensor)
+    if dist.is_initialized():
+        dist.all_reduce(tensor)
     return tensor.numpy()
+
+
+def flat_grads(module: torch.nn.Module) -> torch.Tensor:
+    """One zeroed buffer holding every gradient of ``module`` (each ``.grad`` a view into it)."""
+    params = list(module.parameters())
+    flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device)
+    offset = 0
+    for p in params:
+        p.grad = flat[offset : offset + p.numel()].view_as(p)
+        offset += p.numel()
+    return flat
 
 
 # ------------------------------------------------------------------------------------------ networks
 class Agent:
-    """Actor, critic, their targets, optimisers and input normalisers. Under ``torchrun`` each worker's gradient
-    of its ``weight`` (share) of the batch is summed by ``dist.all_reduce``: every worker takes the same step."""
+    """Actor, critic, their targets, optimisers, normalisers; workers' gradients summed (weighted by their share)."""
 
     def __init__(self, cfg: Config, obs_dim: int, goal_dim: int, act_dim: int, weight: float = 1.0) -> None:
         self.cfg, self.weight, self.timers = cfg, weight, Timers(TIMERS)
@@ -113,8 +115,7 @@ class Agent:
         self.actor_opt = torch.optim.Adam(self.actor.parameters(), lr=cfg.lr_actor, fused=cfg.fused_adam)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr_critic, fused=cfg.fused_adam)
         self.clip_return = 1.0 / (1.0 - cfg.gamma)
-        # With tracking (TensorBoard): sums of the critic's and actor's losses, Q and its target, per update.
-        self.stats: torch.Tensor | None = None
+        self.stats: torch.Tensor | None = None  # with TensorBoard: sums of the LOSSES over the updates
         self.grads: list[torch.Tensor] = []
         if dist.is_initialized():  # each network's gradients in one flat buffer: one all_reduce each
             self.grads = [flat_grads(self.critic), flat_grads(self.actor)]
@@ -133,62 +134,37 @@ class Agent:
         with torch.no_grad():
             return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).cpu().numpy()
 
-    def update(self, batch: dict[str, Any]) -> None:
-        self.updates([batch])
-
     def updates(self, batches: Iterable[dict[str, Any]]) -> None:
-        """One critic and then one actor Adam step on each batch in turn. With workers each gradient sum runs
-        while later work that does not need it is done (the actor's overlaps the next critic gradient, the
-        critic's the next batch's draw); the bits are those of the plain order."""
-        actor_step: Callable[[], None] = lambda: None  # noqa: E731  (the last batch's, awaiting its sum)
-        batches = iter(batches)
-        ahead = self.targets(next(batches, None))
-        while ahead is not None:
-            x, a, target = ahead
+        """One critic and then one actor Adam step on each batch in turn."""
+        for batch in batches:
+            x, a, target = self.targets(batch)
             q = self.critic(torch.cat([x, a], 1))
             critic_loss = (q - target).pow(2).mean()
-            critic_step = self.backward(critic_loss, self.critic_opt, 0)
-            actor_step()
-            ahead = self.targets(next(batches, None))
+            self.step(critic_loss, self.critic_opt, 0)
             pi = torch.tanh(self.actor(x))
-            critic_step()
             self.critic.requires_grad_(False)  # the actor's step needs no critic weight gradients
             actor_loss = -self.critic(torch.cat([x, pi], 1)).mean() + self.cfg.action_l2 * pi.pow(2).mean()
             self.critic.requires_grad_(True)
-            actor_step = self.backward(actor_loss, self.actor_opt, 1)
+            self.step(actor_loss, self.actor_opt, 1)
             if self.stats is not None:
                 with torch.no_grad():
                     self.stats += torch.stack([critic_loss, actor_loss, q.mean(), target.mean()])
-        actor_step()
 
-    def backward(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> Callable[[], None]:
-        """Backward into network ``which``'s (0: critic, 1: actor) gradients, their sum over the workers
-        started; the returned call waits for it and steps."""
+    def step(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> None:
+        """Adam's step on ``loss``'s gradients of network ``which`` (0: critic, 1: actor), summed over the workers."""
         opt.zero_grad(set_to_none=not self.grads)  # with workers: keep the .grad views into the buffer
         loss.backward()
-        if not self.grads:
-            return lambda: self.step(opt)
-        work = dist.all_reduce(self.grads[which].mul_(self.weight), async_op=True)
-
-        def step() -> None:
-            with self.timers("sync"):  # the wait for the other workers' gradients
-                cast(dist.Work, work).wait()
-            self.step(opt)
-
-        return step
-
-    def step(self, opt: torch.optim.Optimizer) -> None:
-        """Adam's step; ``flush_denormals``: late in a run tiny second moments are subnormal, and slow."""
-        torch.set_flush_denormal(self.cfg.flush_denormals)
+        if self.grads:
+            with self.timers("sync"):
+                dist.all_reduce(self.grads[which].mul_(self.weight))
+        torch.set_flush_denormal(self.cfg.flush_denormals)  # late in a run tiny moments are subnormal: slow
         try:
             opt.step()
         finally:
             torch.set_flush_denormal(False)
 
-    def targets(self, batch: dict[str, Any] | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    def targets(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """A batch's network input, actions and the critic's clipped targets (from the target networks)."""
-        if batch is None:
-            return None
         obs, nxt = batch["observations"], batch["next_observations"]
         x = self.inputs(obs["observation"], obs["desired_goal"])
         x2 = self.inputs(nxt["observation"], nxt["desired_goal"])
@@ -227,60 +203,45 @@ class Agent:
         self.g_norm.load_state_dict(state["normalizers"][1])
 
 
-def flat_grads(module: torch.nn.Module) -> torch.Tensor:
-    """One zeroed buffer holding every gradient of ``module`` (each ``.grad`` a view into it)."""
-    params = list(module.parameters())
-    flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device)
-    offset = 0
-    for p in params:
-        p.grad = flat[offset : offset + p.numel()].view_as(p)
-        offset += p.numel()
-    return flat
-
-
-def hindsight_goals(achieved_next: np.ndarray, rng: np.random.Generator, share: float,
-                    strategy: GoalSelectionStrategy | str = GoalSelectionStrategy.FUTURE) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Per step of ``(N, T, G)`` achieved goals, the one HER's ``strategy`` picks and whether to relabel with it."""
+def hindsight_goals(achieved_next: np.ndarray, rng: np.random.Generator, share: float) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Per step of ``(N, T, G)`` achieved goals, the 'future' one HER picks and whether to relabel with it."""
     n, steps, _ = achieved_next.shape
     t = np.broadcast_to(np.arange(steps), (n, steps)).ravel()
-    offsets = goal_step_offsets(strategy, t, steps - t, rng.random(n * steps))
+    offsets = goal_step_offsets("future", t, steps - t, rng.random(n * steps))
     picked = np.take_along_axis(achieved_next, (t + offsets).reshape(n, steps, 1), axis=1)
     return picked, rng.random((n, steps)) < share
 
 
 # ------------------------------------------------------------------------------------------ one worker
 class Trainer:
-    """One worker's envs (its share of ``n_envs``), storage shard, agent, random generator and counters;
-    and the loop's steps: collect, normalise, evaluate. Worker 0 draws what one process draws."""
+    """One worker's share of the envs, its storage shard, agent, random generators and counters, and its steps."""
 
-    def __init__(self, cfg: Config, rank: int = 0, size: int = 1, env_threads: int = 1, track: bool = False):
-        self.cfg, self.rank, self.timers = cfg, rank, Timers(TIMERS)
+    def __init__(self, cfg: Config, run: Run):
+        self.cfg, self.rank, self.size, self.timers = cfg, run.rank, run.size, run.timers
+        rank, size = run.rank, run.size
         torch.set_num_threads(cfg.threads)
         torch.manual_seed(cfg.seed)  # the same initial networks on every worker
-        self.rng = np.random.default_rng(
-            np.random.SeedSequence(cfg.seed, spawn_key=(rank, 0) if rank else ())
-        )
-        storage_seed = np.random.SeedSequence(cfg.seed, spawn_key=(rank, 1) if rank else ())
+        seeds = [np.random.SeedSequence(cfg.seed, spawn_key=(rank, i) if rank else ()) for i in (0, 1)]
+        self.rng = np.random.default_rng(seeds[0])
         lo, hi = share(cfg.n_envs, rank, size)  # its batch and buffer follow its share of the envs
         self.n_local, self.batch_local = hi - lo, part(cfg.batch_size, lo, hi, cfg.n_envs)
-        make: Any = dict(vectorization_mode="vector_entry_point", num_threads=env_threads)
+        make: Any = dict(vectorization_mode="vector_entry_point", num_threads=1)
         self.envs = cast(FetchVectorEnv, gym.make_vec(cfg.env_id, self.n_local, **make))
-        self.eval_lo, eval_hi = share(cfg.eval_episodes, rank, size)
+        self.eval_lo, eval_hi = share(cfg.eval_episodes, rank, size)  # its episodes of each evaluation
         self.eval_local = eval_hi - self.eval_lo
-        n_eval = min(self.n_local, self.eval_local)
-        self.eval_envs = [cast(FetchEnv, gym.make(cfg.env_id).unwrapped) for _ in range(n_eval)]
+        self.eval_envs = [gym.make(cfg.env_id).unwrapped for _ in range(min(self.n_local, self.eval_local))]
         self.horizon = cast(int, self.envs.settings.max_steps)
         self.space = space = cast(gym.spaces.Dict, self.envs.single_observation_space)
         spaces = (space["observation"], space["desired_goal"], self.envs.single_action_space)
         obs_dim, goal_dim, act_dim = (cast(tuple[int], x.shape)[0] for x in spaces)
         self.agent = Agent(cfg, obs_dim, goal_dim, act_dim, self.batch_local / cfg.batch_size)
         self.agent.timers = self.timers
-        if track:
+        if run.tracking:
             self.agent.stats = torch.zeros(4, device=cfg.device)
         self.storage = HerStorage(
             part(cfg.buffer_size, lo, hi, cfg.n_envs), space, self.envs.single_action_space,
             self.envs.compute_reward, n_envs=self.n_local, n_sampled_goal=cfg.n_sampled_goal,
-            goal_selection_strategy="future", seed=storage_seed, pickle_functions=False,
+            goal_selection_strategy="future", seed=seeds[1], pickle_functions=False,
         )  # fmt: skip
         self.epoch = self.cycle = self.updates = 0
         self.reset_seeds: list[int] | None = [cfg.seed * 100_003 + i for i in range(lo, hi)]  # any world size
@@ -307,8 +268,7 @@ class Trainer:
         return u.astype(np.float32)
 
     def collect(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """One episode in every env with the exploring policy, stored step by step; returns the episodes'
-        observations ``(N, T, obs)``, achieved goals after each step ``(N, T, G)`` and goals ``(N, G)``."""
+        """An exploring episode per env, stored; its observations, achieved goals after each step and goals."""
         timers = self.timers
         with timers("store"):
             obs, _ = self.envs.reset(seed=self.reset_seeds)  # later cycles go on with each env's own stream
@@ -331,13 +291,10 @@ class Trainer:
         return np.stack(observations, 1), np.stack(achieved, 1), obs["desired_goal"]
 
     def normalise(self, observations: np.ndarray, achieved: np.ndarray, goals: np.ndarray) -> None:
-        """Add the episodes' observations, and their goals as HER relabels them, to the normalisers
-        (summed over the workers)."""
+        """Add the episodes' observations, and their goals as HER relabels them, to the normalisers (all workers')."""
         agent, clip = self.agent, self.cfg.clip_obs
         goals = np.repeat(goals[:, None], achieved.shape[1], axis=1)
-        relabel, use = hindsight_goals(
-            achieved, self.rng, self.storage.her_ratio, self.storage.goal_selection_strategy
-        )
+        relabel, use = hindsight_goals(achieved, self.rng, self.storage.her_ratio)
         goals[use] = relabel[use]
         o_stats = agent.o_norm.stats(np.clip(observations, -clip, clip))
         stats = all_sum(np.concatenate([o_stats, agent.g_norm.stats(np.clip(goals, -clip, clip))]))
@@ -355,11 +312,9 @@ class Trainer:
     def evaluate(
         self, base: int | None = None, extra: np.ndarray | None = None
     ) -> tuple[float, float, np.ndarray]:
-        """The greedy policy's success rate and mean return over ``eval_episodes`` episodes seeded ``base``,
-        ``base + 1``, ... (shared by the workers), and ``extra`` summed over the workers with them."""
+        """The greedy policy's success rate and mean return over ``eval_episodes``, and ``extra``, all workers'."""
         base = 10**9 + self.cfg.seed * 10_007 + self.epoch * 1_009 if base is None else base
-        successes = returns = 0.0
-        done = 0
+        successes, returns, done = 0.0, 0.0, 0
         while done < self.eval_local:
             envs = self.eval_envs[: self.eval_local - done]
             obs = stack([env.reset(seed=base + self.eval_lo + done + i)[0] for i, env in enumerate(envs)])
@@ -371,16 +326,14 @@ class Trainer:
             successes += sum(float(r[4]["is_success"]) for r in results)
             done += len(envs)
         total = all_sum(np.array([successes, returns, *(() if extra is None else extra)]))
-        n = self.cfg.eval_episodes
-        return float(total[0] / n), float(total[1] / n), total[2:]
+        return float(total[0] / self.cfg.eval_episodes), float(total[1] / self.cfg.eval_episodes), total[2:]
 
     def state(self) -> dict[str, Any]:
         """What every worker holds alike (agent.pt, with the run's own state)."""
         return {"agent": self.agent.state_dict(), "epoch": self.epoch, "updates": self.updates, "reset_seeds": self.reset_seeds}  # fmt: skip
 
     def own(self) -> dict[str, Any]:
-        """This worker's own part: its storage shard and random states. At a cycle boundary every env is
-        about to be reset, so an env's generator is all there is of it."""
+        """This worker's storage shard and random states (at a cycle's end an env's generator is all of it)."""
         rngs = {"envs": list(self.envs._rngs), "rng": self.rng.bit_generator.state, "torch_rng": torch.get_rng_state().numpy()}  # fmt: skip
         return {"storage": self.storage, "envs": rngs}
 
@@ -395,11 +348,9 @@ class Trainer:
         self.storage = own["storage"]
         self.storage.set_functions(self.envs.compute_reward)
 
-    def fits(
-        self, state: dict[str, Any], own: dict[str, Any], rank: int, size: int
-    ) -> tuple[str, object] | None:
+    def fits(self, state: dict[str, Any], own: dict[str, Any], rank: int) -> tuple[str, object] | None:
         """Whether worker ``rank``'s part of a checkpoint fits this run: None, or the file and why not."""
-        lo, hi = share(self.cfg.n_envs, rank, size)
+        lo, hi = share(self.cfg.n_envs, rank, self.size)
         storage, rngs = own.get("storage"), own.get("envs")
         try:
             cast(HerStorage, storage).check_spaces(self.space, self.envs.single_action_space, hi - lo)
@@ -422,8 +373,7 @@ def stack(dicts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 # ------------------------------------------------------------------------------------------ the loop
 def train(t: Trainer, run: Run) -> float:
-    """DDPG + HER from ``t``'s epoch to ``cfg.epochs``; returns the last evaluation's success rate. Every cycle:
-    an episode per env, the normalisers, ``n_batches`` updates, the targets' move; every epoch: an evaluation."""
+    """DDPG + HER from ``t``'s epoch to ``cfg.epochs``; returns the last evaluation's success rate."""
     cfg, timers, agent = t.cfg, t.timers, t.agent
     success = run.begin()
     while t.epoch < cfg.epochs:
@@ -442,10 +392,7 @@ def train(t: Trainer, run: Run) -> float:
             agent.stats.zero_()
         t.rollouts[:] = 0.0
         returns, n, won = sums[4], max(sums[5], 1), sums[6]
-        names = ("critic_loss", "actor_loss", "q_mean", "q_target_mean")
-        figures = {
-            f"train/{k}": v / (cfg.n_cycles * cfg.n_batches) for k, v in zip(names, sums, strict=False)
-        }
+        figures = {k: v / (cfg.n_cycles * cfg.n_batches) for k, v in zip(LOSSES, sums, strict=False)}
         figures |= {"eval/mean_reward": mean_return, "rollout/ep_rew_mean": returns / n, "rollout/success_rate": won / n}  # fmt: skip
         steps = t.epoch * cfg.n_cycles * cfg.n_envs * t.horizon
         run.end_epoch(t.epoch, steps, t.updates, success, figures, lambda: (t.state(), t.own()))
@@ -457,15 +404,13 @@ def main(argv: list[str] | None = None) -> float:
     run = Run(SCRIPT, OUTPUTS, Config, CONF_FILE, FREE_ON_RESUME, TIMERS)
 
     def body() -> float:
-        cfg, args = run.start(
-            argv, lambda cfg: Path("runs") / f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}", check
-        )
+        name = lambda cfg: f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"  # noqa: E731  (the default folder)
+        cfg, args = run.start(argv, lambda cfg: Path("runs") / name(cfg), check)
         cfg = cfg if args.evaluate is None else replace(cfg, eval_episodes=args.evaluate)
-        t = Trainer(cfg, run.rank, run.size, args.env_threads, track=run.tracking)
-        t.timers = t.agent.timers = run.timers
+        t = Trainer(cfg, run)
         run.progress = lambda: f"at epoch {t.epoch}, cycle {t.cycle}"
         if run.resuming:
-            t.load(*run.resume(lambda state, own, rank: t.fits(state, own, rank, run.size)))
+            t.load(*run.resume(t.fits))
         if args.evaluate is not None:
             success = t.evaluate(base=2 * 10**9)[0]
             print(f"{run.path}: success rate {success:.3f} over {cfg.eval_episodes} episodes")
@@ -481,26 +426,24 @@ def main(argv: list[str] | None = None) -> float:
 
 
 def check(cfg: Config, workers: int) -> None:
-    """Refuse an env this agent does not run, and a run its workers cannot share (each needs an env, a sample
-    per batch and room for its envs' whole episodes)."""
+    """Refuse an env this agent does not run, a device this machine lacks, a run its workers cannot share."""
     fetch = sorted(i for i in gym.registry if i.startswith("goalenvs/Fetch"))
     if cfg.env_id not in fetch:
         raise RunError(f"--env-id: {cfg.env_id!r} is not accepted; accepted: one of {fetch}")
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise RunError("--device: 'cuda' is not accepted here: torch finds no CUDA GPU; accepted: cpu")
-    if workers > cfg.n_envs:
-        raise RunError(f"--n-envs: {cfg.n_envs} envs cannot be shared by {workers} workers; accepted: n_envs >= {workers}, or fewer workers")  # fmt: skip
     if cfg.bf16 and not native_bf16():  # given, or resumed
         print(f"{SCRIPT}: note: this run computes in bfloat16, which this CPU emulates (no AVX-512 BF16 or AMX): an "
               "update takes ~16x its float32 time here; a new run's default here is --no-bf16", file=sys.stderr)  # fmt: skip
     horizon = int(gym.make(cfg.env_id).unwrapped.max_steps)  # type: ignore[attr-defined]
+    if workers > cfg.n_envs:
+        raise RunError(f"--n-envs: {cfg.n_envs} envs cannot be shared by {workers} workers; accepted: n_envs >= {workers}, or fewer workers")  # fmt: skip
     for rank in range(workers):
         lo, hi = share(cfg.n_envs, rank, workers)
-        whose = f" (the share of worker {rank} of {workers})" if workers > 1 else ""
         if part(cfg.batch_size, lo, hi, cfg.n_envs) < 1:
             raise RunError(f"--batch-size: {cfg.batch_size} cannot be shared by {workers} workers; accepted: batch_size >= n_envs ({cfg.n_envs})")  # fmt: skip
         if (size := part(cfg.buffer_size, lo, hi, cfg.n_envs)) // (hi - lo) < horizon:
-            raise RunError(f"--buffer-size{whose}: {size} is not accepted; accepted: at least {hi - lo} envs x {horizon} steps = {(hi - lo) * horizon} (HER samples whole episodes)")  # fmt: skip
+            raise RunError(f"--buffer-size{f' (the share of worker {rank} of {workers})' * (workers > 1)}: {size} is not accepted; accepted: at least {hi - lo} envs x {horizon} steps = {(hi - lo) * horizon} (HER samples whole episodes)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -71,6 +71,12 @@ class Normalizer:
         return np.clip(z, -self.clip, self.clip)
 
 
+def native_bf16() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AVX-512 BF16, AMX): else it is emulated, far slower."""
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's own probes
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
+
+
 class MLP(nn.Module):
     """ReLU hidden layers (in bfloat16 under ``bf16``) and a float32 linear head."""
 

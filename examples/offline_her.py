@@ -35,15 +35,15 @@ import torch
 from gymnasium import spaces
 from nets import MLP, Normalizer, Policy
 from runfolder import (
-    LOCK,
-    MANIFEST,
     ArgumentParser,
     Range,
     RunError,
     RunFolder,
+    add_settings,
     check_settings,
     csv_text,
     run_main,
+    setting,
 )
 from torch import nn
 
@@ -254,43 +254,33 @@ def _info_at(infos: dict[str, Any], i: int) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- TD3+BC
+_POSITIVE, _COUNT, _NONNEGATIVE = Range(float, 0.0, low_open=True), Range(int, 1), Range(float, 0.0)
+
+
 @dataclass
 class Settings:
-    """What ``train`` runs (the options of the same names); TD3+BC's published values where they apply."""
+    """What ``train`` runs (an option each); TD3+BC's published values where they apply."""
 
-    dataset: str = ""
-    seed: int = 0
-    updates: int = 20_000
-    batch_size: int = 256
-    n_sampled_goal: int = 4  # 'future' goals: 80% of each batch relabelled
-    hidden: int = 256
-    layers: int = 2
-    lr: float = 3e-4
-    gamma: float = 0.98
-    tau: float = 0.005
-    alpha: float = 2.5
-    policy_noise: float = 0.2
-    noise_clip: float = 0.5
-    policy_freq: int = 2
-    clip_obs: float = 200.0
-    norm_clip: float = 5.0
-    keep_infos: bool = True
-    eval_episodes: int = 100
-    eval_freq: int = 5_000
-    threads: int = 1
-
-
-_POSITIVE = Range(float, 0.0, low_open=True)
-RANGES: dict[str, Range] = {
-    "seed": Range(int, 0, 2**32 - 1),
-    **{name: Range(int, 1) for name in ("updates", "batch_size", "hidden", "layers", "policy_freq",
-                                        "eval_episodes", "eval_freq", "threads")},
-    "n_sampled_goal": Range(int, 0),
-    **{name: _POSITIVE for name in ("lr", "clip_obs", "norm_clip")},
-    "gamma": Range(float, 0.0, 1.0, high_open=True),
-    "tau": Range(float, 0.0, 1.0, low_open=True),
-    **{name: Range(float, 0.0) for name in ("alpha", "policy_noise", "noise_clip")},
-}  # fmt: skip
+    dataset: str = setting("", str)  # a local Minari dataset id
+    seed: int = setting(0, Range(int, 0, 2**32 - 1))
+    updates: int = setting(20_000, _COUNT)
+    batch_size: int = setting(256, _COUNT)
+    n_sampled_goal: int = setting(4, Range(int, 0))  # 'future' goals: 80% of each batch relabelled
+    hidden: int = setting(256, _COUNT)
+    layers: int = setting(2, _COUNT)
+    lr: float = setting(3e-4, _POSITIVE)
+    gamma: float = setting(0.98, Range(float, 0.0, 1.0, high_open=True))
+    tau: float = setting(0.005, Range(float, 0.0, 1.0, low_open=True))
+    alpha: float = setting(2.5, _NONNEGATIVE)
+    policy_noise: float = setting(0.2, _NONNEGATIVE)
+    noise_clip: float = setting(0.5, _NONNEGATIVE)
+    policy_freq: int = setting(2, _COUNT)
+    clip_obs: float = setting(200.0, _POSITIVE)
+    norm_clip: float = setting(5.0, _POSITIVE)
+    keep_infos: bool = setting(True, bool)  # the step infos, for compute_reward
+    eval_episodes: int = setting(100, _COUNT)
+    eval_freq: int = setting(5_000, _COUNT)
+    threads: int = setting(1, _COUNT)
 
 
 class TD3BC:
@@ -438,22 +428,16 @@ def unreadable(dataset_id: str, exc: BaseException) -> RunError:
     )
 
 
-def check_output(path: Path, force: bool) -> None:
-    """Refuse a used ``--output`` unless ``--force`` (train has no resume: a stopped run starts over)."""
-    held = sorted(p.name for p in path.iterdir() if p.name not in (LOCK, MANIFEST)) if path.is_dir() else []
-    if held and not force:
-        raise RunError(
-            f"--output: {path} is not empty (it holds {', '.join(held[:3])}{', ...' if len(held) > 3 else ''}); "
-            "pass --force to replace the run there (train starts over, it does not resume), or another --output"
-        )
-    RunFolder.check_new(path, force, OUTPUTS, SCRIPT)
-
-
 def train(args: argparse.Namespace, argv: list[str]) -> float:
     """The ``train`` command; returns the final success rate."""
-    s = Settings(**{f.name: getattr(args, f.name) for f in fields(Settings)})
-    check_settings(asdict(s), RANGES, "option")
-    check_output(args.output, args.force)  # before the dataset is read
+    given = {f.name: getattr(args, f.name) for f in fields(Settings) if getattr(args, f.name) is not None}
+    check_settings(given, {f.name: f.metadata["accepted"] for f in fields(Settings)}, "option")
+    if "dataset" not in given:
+        raise RunError("--dataset: missing; accepted: a local Minari dataset id")
+    s = Settings(**given)
+    RunFolder.check_new(
+        args.output, args.force, OUTPUTS, SCRIPT, resumable=False
+    )  # before the dataset is read
     dataset = load_dataset(s.dataset)
     check_goal_dataset(dataset)
     try:
@@ -525,15 +509,7 @@ def build_parser() -> ArgumentParser:
     tr = commands.add_parser("train", help="train TD3+BC on a goal-conditioned Minari dataset, relabelled")
     tr.add_argument("--output", type=Path, required=True, help="the run folder to write")
     tr.add_argument("--force", action="store_true", help="replace the run in a non-empty --output")
-    for f in fields(Settings):
-        flag = "--" + f.name.replace("_", "-")
-        if f.name == "dataset":
-            tr.add_argument(flag, required=True, help="a local Minari dataset id")
-        elif isinstance(f.default, bool):
-            tr.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
-                            help="keep the step infos for compute_reward (default: keep)")  # fmt: skip
-        else:
-            tr.add_argument(flag, type=type(f.default), default=f.default, help=f"default {f.default}")
+    add_settings(tr, Settings)
     return parser
 
 

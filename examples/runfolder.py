@@ -1,7 +1,5 @@
-"""The run folder of the training scripts (train.py, her_ddpg.py, offline_her.py), its rules written once:
-settings checked before the first write, one process per folder (a ``flock`` holding the pid), a manifest of
-what a run wrote (all ``--force`` removes), checkpoints written whole (fsynced, then renamed), one-line exits,
-and :class:`Run`, her_ddpg.py's loop around them. docs/failures.md says what each promises and its test."""
+"""The run folder of train.py, her_ddpg.py and offline_her.py, and :class:`Run`, her_ddpg.py's run of its workers:
+its rules and each one's test are in docs/failures.md."""
 
 from __future__ import annotations
 
@@ -24,7 +22,11 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
+
+import torch
+import torch.distributed as dist
+import yaml
 
 try:
     import fcntl
@@ -32,13 +34,8 @@ except ImportError:  # Windows: no flock; the folder is then not locked (said in
     fcntl = None  # type: ignore[assignment]
 
 _T = TypeVar("_T")
-LOCK, MANIFEST, CHECKPOINTS, CHECKPOINT_MANIFEST = (
-    ".lock",
-    ".run-manifest.json",
-    "checkpoints",
-    "MANIFEST.json",
-)
-BUSY = (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN)  # flock's errnos for a lock held elsewhere
+LOCK, MANIFEST = ".lock", ".run-manifest.json"
+CHECKPOINTS, CHECKPOINT_MANIFEST = "checkpoints", "MANIFEST.json"
 
 
 class RunError(Exception):
@@ -48,8 +45,7 @@ class RunError(Exception):
 # ---------------------------------------------------------------------------------------- settings
 @dataclass(frozen=True)
 class Range:
-    """The accepted values of a numeric setting: ``kind`` int or float, within ``[low, high]`` (``low_open``
-    / ``high_open`` exclude a bound); never a bool, NaN or infinity."""
+    """A numeric setting's accepted values: ``kind`` in ``[low, high]`` (``*_open``: excluded); not NaN or inf."""
 
     kind: type = float
     low: float | None = None
@@ -74,9 +70,8 @@ class Range:
 
 
 def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Any], where: str) -> None:
-    """Raise :class:`RunError` naming the first value not accepted. ``ranges`` maps a key to a :class:`Range`,
-    ``bool``, ``str`` or a tuple of choices; ``where`` is ``"option"`` (each key named as its option) or a
-    file and entry (``"--conf-file: conf.yml, entry 'X', key"``)."""
+    """Raise :class:`RunError` naming the first value not accepted by ``ranges`` (a :class:`Range`, ``bool``,
+    ``str`` or a tuple of choices per key); ``where``: ``"option"`` or the file and entry."""
     for key, value in values.items():
         spec = ranges.get(key)
         if isinstance(spec, Range):
@@ -93,11 +88,24 @@ def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Any], where: 
 
 
 def setting(default: Any, accepted: Any) -> Any:
-    """A settings dataclass field: its default (a function: called) and its accepted values, for
-    :func:`check_settings` (:class:`Run` makes every field an option)."""
+    """A settings dataclass field: its default (a function: called) and its accepted values."""
     if callable(default):
         return field(default_factory=default, metadata={"accepted": accepted})
     return field(default=default, metadata={"accepted": accepted})
+
+
+def add_settings(parser: argparse.ArgumentParser, config: type) -> None:
+    """An option per field of the settings dataclass ``config`` (made with :func:`setting`), default None."""
+    for f in fields(config):
+        flags, accepted = (
+            ["--" + f.name.replace("_", "-")] + ["--env"] * (f.name == "env_id"),
+            f.metadata["accepted"],
+        )
+        if accepted is bool:
+            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            kind = accepted.kind if isinstance(accepted, Range) else str
+            parser.add_argument(*flags, type=kind, default=None, help=f"default {f.default}")
 
 
 def check_new_folder(path: Path, option: str) -> None:
@@ -130,6 +138,13 @@ def resumed_folder(recorded: Any, given: Path | None, option: str, resume: str, 
     return path
 
 
+def needs_tensorboard(option: str) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("tensorboard") is None:
+        raise RunError(f"{option}: needs the tensorboard package; pip install tensorboard")
+
+
 def folder_path(text: str) -> Path:
     """An argparse type: a folder's path (an empty one would be the current folder: refused)."""
     if not text.strip():
@@ -137,22 +152,26 @@ def folder_path(text: str) -> Path:
     return Path(text)
 
 
+def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in ``[minimum, maximum]`` (``1e4`` style accepted when it is whole)."""
+    spec = Range(int, minimum, maximum)
+    expected = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
+
+    def parse(text: str) -> int:
+        with contextlib.suppress(ValueError, OverflowError):
+            value = float(text)
+            if value.is_integer() and spec.accepts(int(value)):
+                return int(value)
+        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected {expected}")
+
+    return parse
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """An argparse parser whose errors are one line naming the script, exit status 2, no usage block."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog.split()[0]}: error: {' '.join(str(message).split())}\n")
-
-
-def at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an integer >= ``minimum``."""
-
-    def parse(text: str) -> int:
-        if text.lstrip("-").isdigit() and int(text) >= minimum:
-            return int(text)
-        raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected an integer >= {minimum}")
-
-    return parse
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:
@@ -183,8 +202,7 @@ def curve_png(steps: list[float], success: list[float], xlabel: str, title: str)
 
 
 def make_numbered_folder(parent: Path, name: str) -> Path:
-    """Make ``parent/<name>_<N>``, N one above the highest there (stable-baselines3's numbering of its
-    TensorBoard runs); a folder made by another process meanwhile is skipped."""
+    """Make ``parent/<name>_<N>``, N one above the highest there (as stable-baselines3 numbers its runs)."""
     parent.mkdir(parents=True, exist_ok=True)
     numbered = re.compile(re.escape(name) + r"_(\d+)")
     n = max((int(m.group(1)) for p in parent.iterdir() if (m := numbered.fullmatch(p.name))), default=0)
@@ -197,7 +215,7 @@ def make_numbered_folder(parent: Path, name: str) -> Path:
 
 # ---------------------------------------------------------------------------------------- atomic writes
 def fsync_dir(path: Path) -> None:
-    """Flush a directory's entries (a rename in it) to disk; a no-op where directories cannot be opened."""
+    """Flush a file, or a directory's entries (a rename in it), to disk; a no-op where it cannot be opened."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError:
@@ -218,8 +236,7 @@ def write_atomic(path: Path, data: bytes | str) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        tmp.unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
 
@@ -233,70 +250,48 @@ def sha256(path: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------------- exits
-@contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM (a scheduler's stop, ``kill``) ends the run as Ctrl-C does."""
-    previous = None
-    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
-        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-
-
 def run_main(
     script: str, body: Callable[[], _T], where: Callable[[], str], quiet_interrupt: bool = False
 ) -> _T:
-    """Run a script's ``body``, ending it the same way in every script: a :class:`RunError` is one line and
-    exit status 2; Ctrl-C or SIGTERM one line ``<script>: interrupted <where()>`` and 130; a failed write
-    (an ``OSError`` with an errno: a full disk) one line and 1; a lost torchrun worker one line and 1."""
+    """A script's ``body``, ended in one line: a :class:`RunError` (status 2); Ctrl-C or SIGTERM
+    ``interrupted <where()>`` (130); a failed write (an errno: a full disk) or a lost torchrun worker (1)."""
+    previous = None
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a scheduler's stop, as Ctrl-C
     try:
-        with sigterm_as_interrupt():
-            return body()
+        return body()
     except RunError as exc:
         print(f"{script}: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    except KeyboardInterrupt:
-        interrupted(script, where, quiet_interrupt)
     except Exception as exc:
-        if raised_while_interrupted(exc):  # Ctrl-C in a library's write can surface as its clean-up error
-            interrupted(script, where, quiet_interrupt)
-        dist = sys.modules.get("torch.distributed")
-        if dist is not None and isinstance(exc, dist.DistError):  # another worker is gone
+        cause: BaseException | None = exc  # Ctrl-C in a library's write can surface as its clean-up error
+        while cause is not None and not isinstance(cause, KeyboardInterrupt):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None and isinstance(exc, dist.DistError):  # another worker is gone
             text = " ".join(str(exc).split("\n")[0].split())
             text = text.split("] ", 1)[-1].split(" This is typically caused by ")[0][:200]  # gloo's own words
             rank, size = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
             print(
-                f"{script}: error: worker {rank} of {size}: another worker stopped or cannot be reached ({text}); "
-                "this worker stops too. Resume the run from its last checkpoint with the same launch and --resume",
+                f"{script}: error: worker {rank} of {size}: another worker stopped or cannot be reached ({text}); this worker stops too. Resume the run from its last checkpoint with the same launch and --resume",
                 file=sys.stderr,
             )
             raise SystemExit(1) from None
-        if not isinstance(exc, OSError) or exc.errno is None:
+        if (
+            cause is None and isinstance(exc, OSError) and exc.errno is not None
+        ):  # a failed write: a full disk
+            file = f" ({exc.filename})" if exc.filename else ""
+            print(f"{script}: error: {exc.strerror}{file}; stopped {where()}", file=sys.stderr)
+            raise SystemExit(1) from None
+        if cause is None:
             raise
-        file = f" ({exc.filename})" if exc.filename else ""
-        print(f"{script}: error: {exc.strerror}{file}; stopped {where()}", file=sys.stderr)
-        raise SystemExit(1) from None
-
-
-def raised_while_interrupted(exc: BaseException) -> bool:
-    """Whether ``exc`` was raised while handling a KeyboardInterrupt (anywhere down its chain)."""
-    seen: set[int] = set()
-    cause: BaseException | None = exc
-    while cause is not None and id(cause) not in seen:
-        if isinstance(cause, KeyboardInterrupt):
-            return True
-        seen.add(id(cause))
-        cause = cause.__cause__ or cause.__context__
-    return False
-
-
-def interrupted(script: str, where: Callable[[], str], quiet: bool) -> NoReturn:
-    if not quiet:
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    if not quiet_interrupt:
         print(f"{script}: interrupted {where()}", file=sys.stderr)
-    raise SystemExit(130) from None
+    raise SystemExit(130)
 
 
 # ---------------------------------------------------------------------------------------- the folder
@@ -307,9 +302,6 @@ class Checkpoint:
     path: Path
     tag: int
     meta: dict[str, Any]
-
-    def file(self, name: str) -> Path:
-        return self.path / name
 
     def unfit(self, name: str, why: object) -> RunError:
         """The one line for a file of this checkpoint that is whole but does not fit the run."""
@@ -325,32 +317,20 @@ class Checkpoint:
     def load(self, name: str, load: Callable[[Path], _T]) -> _T:
         """``load(path)`` of the file ``name``; whatever it raises becomes :meth:`unfit`'s one line."""
         try:
-            return load(self.file(name))
+            return load(self.path / name)
         except Exception as exc:  # unpickling and torch can raise almost anything on foreign content
             if not self.path.exists():  # read without the lock, and replaced by a newer one meanwhile
                 raise RunError(f"checkpoint {self.path} was replaced while being read; run the command again") from None  # fmt: skip
             raise self.unfit(name, f"{type(exc).__name__}: {exc}") from None
 
 
-def in_use(path: Path, holder: str) -> RunError:
-    return RunError(
-        f"{path} is in use by another process (pid {holder}); wait for it to end, or choose another --output"
-    )
-
-
 def is_checkpoint(path: Path) -> bool:
     """Whether ``path`` is a whole checkpoint a run wrote: a folder named by its tag, holding its manifest."""
-    return (
-        path.name.isdigit()
-        and path.is_dir()
-        and not path.is_symlink()
-        and (path / CHECKPOINT_MANIFEST).is_file()
-    )
+    return path.name.isdigit() and not path.is_symlink() and (path / CHECKPOINT_MANIFEST).is_file()
 
 
 class RunFolder:
-    """An output folder held by this process; use :meth:`create` or :meth:`open`. ``script`` names the
-    script (a folder of another script is refused); ``outputs``: the names it may write at the top."""
+    """An output folder of ``script`` held by this process (:meth:`create`, :meth:`open`); ``outputs``: its files."""
 
     def __init__(self, path: Path, script: str, outputs: Iterable[str]) -> None:
         self.path, self.script, self.outputs = path, script, frozenset(outputs) | {CHECKPOINTS}
@@ -358,34 +338,40 @@ class RunFolder:
         self.lock_fd: int | None = None
 
     @classmethod
-    def check_new(cls, path: Path, force: bool, outputs: Iterable[str], script: str) -> None:
+    def check_new(
+        cls, path: Path, force: bool, outputs: Iterable[str], script: str, resumable: bool = True
+    ) -> None:
         """Raise :class:`RunError` unless a new run may use ``path``; writes nothing."""
-        cls(path, script, outputs).check_empty(force)
+        cls(path, script, outputs).check_empty(force, resumable)
 
-    def check_empty(self, force: bool) -> None:
+    def check_empty(self, force: bool, resumable: bool = True) -> None:
         path = self.path
         if path.exists() and not path.is_dir():
             raise RunError(f"--output: {path} is a file; accepted: a folder that is empty or does not exist")
         if not path.is_dir():
             return
+        if self.lock_fd is None:
+            self.lock(probe=True)  # a run busy there is named as such
         # The lock, the manifest and its temporaries are a run's bookkeeping (one starting there this instant).
         held = sorted(
             p.name for p in path.iterdir() if not p.name.startswith((LOCK, MANIFEST, "." + MANIFEST))
         )
-        manifest = self.read_manifest(missing_ok=True)
         if held and not force:
-            self.check_free(path)  # a run busy there is named as such
-            raise RunError(f"--output: {path} is not empty (it holds {', '.join(held[:4])}{', ...' * (len(held) > 4)}); pass --resume {path} to continue that run, --force to replace it, or another --output")  # fmt: skip
-        if force and manifest and manifest.get("script") not in (None, self.script):
+            fix = f"pass --resume {path} to continue that run, --force to replace it"
+            if not resumable:
+                fix = "pass --force to replace the run there (train starts over, it does not resume)"
+            raise RunError(f"--output: {path} is not empty (it holds {', '.join(held[:4])}{', ...' * (len(held) > 4)}); {fix}, or another --output")  # fmt: skip
+        manifest = self.read_manifest(missing_ok=True) or {}
+        if force and manifest.get("script") not in (None, self.script):
             raise RunError(f"--force: {path} is a run folder of {manifest['script']}, not of {self.script}; choose another --output")  # fmt: skip
-        clash = sorted((set(held) & self.outputs) - set(manifest.get("files", []) if manifest else []))
+        clash = sorted((set(held) & self.outputs) - set(manifest.get("files", [])))
         if force and clash:
             raise RunError(f"--force: {path} holds {', '.join(clash[:4])}, which no run of {self.script} recorded writing (--force removes only a run's own files); move them away or choose another --output")  # fmt: skip
 
     @classmethod
     def create(cls, path: Path, *, force: bool, outputs: Iterable[str], script: str) -> RunFolder:
-        """Lock ``path`` (made if needed) for a new run; with ``force`` remove what an earlier run wrote there.
-        Checked before anything is written and again once locked; a refused start leaves no trace."""
+        """Lock ``path`` (made if needed) for a new run, ``force``: removing an earlier run's files; checked before
+        anything is written and again once locked."""
         folder = cls(path, script, outputs)
         folder.check_empty(force)
         made = [p for p in (path, *path.parents) if not p.exists()]
@@ -402,17 +388,24 @@ class RunFolder:
                     p.rmdir()
             raise
         folder.remove_temporaries()
-        old = folder.read_manifest(missing_ok=True)
-        for name in sorted(set(old.get("files", [])) if old else ()):
-            folder.remove_own(name)
+        for name in sorted((folder.read_manifest(missing_ok=True) or {}).get("files", [])):
+            own = path / name  # in checkpoints/ only whole checkpoints and their temporaries
+            if name == CHECKPOINTS and own.is_dir() and not own.is_symlink():
+                for child in own.iterdir():
+                    if is_checkpoint(child) or (child.name.startswith(".tmp-") and child.is_dir()):
+                        shutil.rmtree(child)
+                with contextlib.suppress(OSError):
+                    own.rmdir()  # kept if the user put something there
+            elif name not in (LOCK, MANIFEST) and (own.is_file() or own.is_symlink()):
+                own.unlink()
         folder.run_id, folder.written = uuid.uuid4().hex, {LOCK}
         folder.write_manifest()
         return folder
 
     @classmethod
-    def open(cls, path: Path, *, outputs: Iterable[str], script: str, option: str = "--resume") -> RunFolder:
+    def open(cls, path: Path, *, outputs: Iterable[str], script: str) -> RunFolder:
         """Lock the folder of an existing run of ``script`` (to resume it)."""
-        folder = cls.read_only(path, script, outputs, option)
+        folder = cls.read_only(path, script, outputs)
         folder.lock()
         folder.remove_temporaries()
         manifest = folder.read_manifest(missing_ok=False)  # as it is now that we hold the folder
@@ -448,38 +441,27 @@ class RunFolder:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def lock(self) -> None:
-        fd = os.open(self.path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    def lock(self, probe: bool = False) -> None:
+        """Hold the folder: its .lock flocked and holding our pid. ``probe``: only raise :class:`RunError`
+        naming the pid of a live process that holds it (the lock is let go at once; nothing is written)."""
+        if probe and (fcntl is None or not (self.path / LOCK).is_file()):
+            return
+        fd = os.open(self.path / LOCK, os.O_RDONLY if probe else os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if fcntl is not None:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if probe else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError as exc:
             holder = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            if exc.errno not in BUSY:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES, errno.EAGAIN):  # else held elsewhere
                 raise
-            raise in_use(self.path, holder) from None
+            raise RunError(f"{self.path} is in use by another process (pid {holder}); wait for it to end, or choose another --output") from None  # fmt: skip
+        if probe:
+            os.close(fd)
+            return
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self.lock_fd = fd
-
-    @staticmethod
-    def check_free(path: Path) -> None:
-        """Raise :class:`RunError` naming the pid of a live process that holds ``path``; writes nothing."""
-        if fcntl is None or not (path / LOCK).is_file():
-            return
-        try:
-            fd = os.open(path / LOCK, os.O_RDONLY)
-        except OSError:  # unreadable: the lock taken by create/open will say what is wrong
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in BUSY:
-                raise
-            raise in_use(path, os.read(fd, 32).decode(errors="replace").strip() or "unknown") from None
-        finally:
-            os.close(fd)  # releases the shared lock
 
     def read_manifest(self, missing_ok: bool) -> dict[str, Any] | None:
         path = self.path / MANIFEST
@@ -491,19 +473,16 @@ class RunFolder:
             raise RunError(f"{path} is missing; this is not a run folder any more") from None
         except (ValueError, OSError) as exc:
             raise RunError(f"{path} is damaged ({type(exc).__name__}); delete it and the run's files by hand, or choose another --output") from None  # fmt: skip
-        if not (
-            isinstance(manifest, dict)
-            and isinstance(manifest.get("files"), list)
-            and isinstance(manifest.get("run_id"), str)
+        kinds = {"files": list, "run_id": str}
+        if not isinstance(manifest, dict) or not all(
+            isinstance(manifest.get(k), t) for k, t in kinds.items()
         ):
             raise RunError(f"{path} is damaged (not a manifest of {self.script}); choose another --output")
         return manifest
 
     def write_manifest(self) -> None:
-        text = json.dumps(
-            {"script": self.script, "run_id": self.run_id, "files": sorted(self.written)}, indent=1
-        )
-        write_atomic(self.path / MANIFEST, text + "\n")
+        manifest = {"script": self.script, "run_id": self.run_id, "files": sorted(self.written)}
+        write_atomic(self.path / MANIFEST, json.dumps(manifest, indent=1) + "\n")
 
     def record(self, name: str) -> None:
         """Note ``name`` (a top-level entry) as written by this run, before it is written."""
@@ -523,23 +502,10 @@ class RunFolder:
             for tmp in self.path.glob(f".{name}.tmp-*"):
                 tmp.unlink(missing_ok=True)
 
-    def remove_own(self, name: str) -> None:
-        """Remove an entry a run wrote; in ``checkpoints/`` only whole checkpoints and their temporaries."""
-        path = self.path / name
-        if name == CHECKPOINTS and path.is_dir() and not path.is_symlink():
-            for child in path.iterdir():
-                if is_checkpoint(child) or (child.name.startswith(".tmp-") and child.is_dir()):
-                    shutil.rmtree(child)
-            with contextlib.suppress(OSError):
-                path.rmdir()  # kept if the user put something there
-        elif name not in (LOCK, MANIFEST) and (path.is_file() or path.is_symlink()):
-            path.unlink()
-
     def save_checkpoint(
-        self, tag: int, files: Mapping[str, Callable[[Path], None]], meta: Mapping[str, Any]
+        self, tag: int, files: Mapping[str, Callable[[Path], object]], meta: Mapping[str, Any]
     ) -> Checkpoint:
-        """Write checkpoint ``tag`` as one unit (``files``: each name's writer, given the path; ``meta``: JSON
-        kept in its manifest) and make it the latest; older ones are then removed."""
+        """Write checkpoint ``tag`` whole (``files``: name -> writer of a path; ``meta``: JSON), older ones removed."""
         self.record(CHECKPOINTS)
         root = self.path / CHECKPOINTS
         root.mkdir(exist_ok=True)
@@ -557,19 +523,10 @@ class RunFolder:
                 except OSError as exc:  # name the file in the one line a full disk ends with
                     exc.filename = exc.filename or str(tmp / name)
                     raise
-                fd = os.open(tmp / name, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+                fsync_dir(tmp / name)
                 hashes[name] = {"bytes": (tmp / name).stat().st_size, "sha256": sha256(tmp / name)}
-            manifest = {
-                "script": self.script,
-                "run_id": self.run_id,
-                "tag": tag,
-                "files": hashes,
-                "meta": dict(meta),
-            }
+            manifest = {"script": self.script, "run_id": self.run_id, "tag": tag, "files": hashes}
+            manifest["meta"] = dict(meta)
             write_atomic(tmp / CHECKPOINT_MANIFEST, json.dumps(manifest, indent=1) + "\n")
             fsync_dir(tmp)
             os.replace(tmp, final)
@@ -624,8 +581,7 @@ def read_checkpoint(path: Path, script: str, run_id: str | None, verify: bool = 
 
 # ---------------------------------------------------------------------------------------- a run
 class Timers:
-    """Seconds spent in each phase (eval.csv's ``t_*`` columns), ``with timers("env"): ...``; a phase
-    timed inside another is taken out of the outer one."""
+    """Seconds per phase (eval.csv's ``t_*``), ``with timers("env"):``; an inner phase's are not the outer's."""
 
     def __init__(self, names: Iterable[str]) -> None:
         self.seconds, self.inner = dict.fromkeys(names, 0.0), [0.0]
@@ -642,50 +598,15 @@ class Timers:
             self.inner[-1] += spent
 
 
-RUN_OPTIONS: dict[str, dict[str, Any]] = {  # a run's own options, besides one per setting
-    "--resume": dict(type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR"),
-    "--output": dict(type=Path, help="the run's folder (made if needed)"),
-    "--force": dict(action="store_true", help="replace the run in a non-empty --output (its own files only)"),
-    "--save-freq": dict(type=at_least(0), default=5, help="epochs between checkpoints (0: none)"),
-    "--evaluate": dict(type=at_least(1), metavar="N", help="with --resume: the success over N episodes"),
-    "--tensorboard": dict(
-        type=folder_path, metavar="DIR", help="also write TensorBoard events to DIR/<run>_<N>"
-    ),
-    "--env-threads": dict(
-        type=at_least(1), default=1, help="threads stepping each worker's envs (default 1)"
-    ),
-    "--conf-file": dict(type=Path, help="per-env settings (YAML: env id -> settings)"),
-    "--profile": dict(action="store_true", help="print where the time went"),
-    "--no-gif": dict(action="store_true", help="skip the GIF of the trained policy"),
-}
-
-
-def options(config: type, script: str) -> ArgumentParser:
-    """The options of a run: :data:`RUN_OPTIONS` and one per field of the settings dataclass ``config``."""
-    parser = ArgumentParser(prog=script)
-    for flag, kwargs in RUN_OPTIONS.items():
-        parser.add_argument(flag, **kwargs)
-    for f in fields(config):
-        flags, accepted = (
-            ["--" + f.name.replace("_", "-")] + ["--env"] * (f.name == "env_id"),
-            f.metadata["accepted"],
-        )
-        if accepted is bool:
-            parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=None)
-        else:
-            kind = accepted.kind if isinstance(accepted, Range) else str
-            parser.add_argument(*flags, type=kind, default=None, help=f"default {f.default}")
-    return parser
-
-
 class Run:
-    """A run around her_ddpg.py's loop, on each worker: settings (``config``'s fields: options, keys of ``conf_file``
-    and config.json; ``free``: what a resume may change), the folder, curve, TensorBoard, checkpoints, resume."""
+    """A run on each torchrun worker (alone without torchrun): settings (``config``'s fields: options, keys of
+    ``conf_file`` and of config.json; ``free``: what a resume may change), folder, curve, TensorBoard, and
+    checkpoints of the shared ``agent.pt`` and worker r's ``<key>-<r>.pkl``. Worker 0 decides and writes."""
 
     def __init__(self, script: str, outputs: Iterable[str], config: type, conf_file: Path, free: Iterable[str], timers: Iterable[str]) -> None:  # fmt: skip
-        self.script, self.outputs, self.config, self.conf_file, self.free = script, tuple(outputs), config, conf_file, tuple(free)  # fmt: skip
+        self.script, self.outputs, self.config, self.conf_file = script, tuple(outputs), config, conf_file
+        self.free, self.specs = tuple(free), {f.name: f.metadata["accepted"] for f in fields(config)}
         self.rank, self.size = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-        self.specs = {f.name: f.metadata["accepted"] for f in fields(config)}
         self.folder: RunFolder | None = None
         self.checkpoint: Checkpoint | None = None
         self.path, self.resuming, self.tracking = Path(), False, False
@@ -693,29 +614,22 @@ class Run:
         self.tb: Any = None  # its SummaryWriter
         self.rows: list[dict[str, Any]] = []  # the curve, one row per epoch (kept in checkpoints)
         self.timers, self.seen = Timers(timers), dict.fromkeys(timers, 0.0)
-        self.clock = (
-            time.perf_counter(),
-            time.process_time(),
-            0.0,
-            0.0,
-        )  # now, and earlier sessions' seconds
+        self.earlier = (0.0, 0.0)  # the wall and CPU seconds of the sessions before this one
+        self.started = (time.perf_counter(), time.process_time())
         self.progress: Callable[[], str] = lambda: "before training started"  # where the loop is
 
     def main(self, body: Callable[[], _T]) -> _T:
-        """``body`` as this torchrun worker (alone without torchrun), ended by :func:`run_main`."""
+        """``body`` as this worker (in torchrun's process group), ended by :func:`run_main`."""
         return run_main(self.script, lambda: self.session(body), self.where, quiet_interrupt=self.rank > 0)
 
     def session(self, body: Callable[[], _T]) -> _T:
         if os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":  # torchrun ran the command again
-            self.fail(
-                RunError("torchrun restarted the workers; a restart replaces nothing: go on with --resume")
-            )
+            if self.rank > 0:
+                raise SystemExit(2)
+            raise RunError("torchrun restarted the workers; a restart replaces nothing: go on with --resume")
         if self.size > 1:
             import ctypes
             from datetime import timedelta
-
-            import torch
-            import torch.distributed as dist
 
             with contextlib.suppress(OSError, AttributeError):  # Linux: stop when torchrun is killed
                 ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -728,68 +642,78 @@ class Run:
             for held in (self.tb, self.folder):
                 if held is not None:
                     held.close()
-            if self.size > 1 and sys.modules["torch.distributed"].is_initialized():
-                sys.modules["torch.distributed"].destroy_process_group()
+            if dist.is_initialized():
+                dist.destroy_process_group()
 
-    def broadcast(self, obj: Any = None) -> Any:
-        """Worker 0's ``obj`` on every worker."""
-        if self.size > 1:
-            box = [obj]
-            sys.modules["torch.distributed"].broadcast_object_list(box, src=0)
-            return box[0]
-        return obj
-
-    def fail(self, error: BaseException) -> NoReturn:
-        """Worker 0 says why the run cannot go on; the others, waiting for its go-ahead, stop without a word."""
-        if self.rank > 0:
+    def agreed(self, decide: Callable[[], Any], scatter: bool = False) -> Any:
+        """``decide()`` on worker 0, handed to every worker (``scatter``: a list, item r to worker r). If it
+        fails, worker 0 says why and the others, waiting for its go-ahead, stop without a word."""
+        result: Any = None
+        if self.rank == 0:
+            try:
+                result = decide()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self.broadcast(None)
+                raise
+        go = self.broadcast(True if scatter else result)
+        if go is None:
             raise SystemExit(2)
-        with contextlib.suppress(Exception):
-            self.broadcast(None)
-        raise error
+        mine = result[:1] if scatter and self.size == 1 else [None]
+        if scatter and self.size > 1:
+            dist.scatter_object_list(mine, result, src=0)
+        return mine[0] if scatter else go
+
+    def broadcast(self, obj: Any) -> Any:
+        box = [obj]
+        if self.size > 1:
+            dist.broadcast_object_list(box, src=0)
+        return box[0]
 
     # ------------------------------------------------------------------ settings and folder
     def start(self, argv: list[str] | None, output: Callable[[Any], Path], check: Callable[[Any, int], None]) -> tuple[Any, argparse.Namespace]:  # fmt: skip
-        """The run's settings and options, checked (``check(cfg, workers)`` adds the script's checks), and
-        its folder locked by worker 0, which hands them to the others; nothing is written yet."""
-        go: Any = None
-        if self.rank == 0:
-            try:
-                go = self.settings(sys.argv[1:] if argv is None else list(argv), output, check)
-            except BaseException as exc:
-                self.fail(exc)
-        go = self.broadcast(go)
-        if go is None:
-            raise SystemExit(2)
-        self.cfg, self.args, self.resuming, self.tracking = go  # tracking: TensorBoard's figures are summed
+        """The settings and options, checked (``check``: the script's own), and the folder locked, by worker 0."""
+        argv = sys.argv[1:] if argv is None else list(argv)
+        self.cfg, self.args, self.resuming, self.tracking = self.agreed(
+            lambda: self.settings(argv, output, check)
+        )
         return self.cfg, self.args
 
-    def settings(self, argv: list[str], output: Callable[[Any], Path], check: Callable[[Any, int], None]) -> tuple[Any, Any, bool, bool]:  # fmt: skip
-        args = options(self.config, self.script).parse_args(argv)
+    def settings(
+        self, argv: list[str], output: Callable[[Any], Path], check: Callable[[Any, int], None]
+    ) -> tuple[Any, Any, bool, bool]:
+        parser = ArgumentParser(prog=self.script)
+        for flag, kind, metavar, help in (
+            ("--resume", Path, "RUN_DIR", "continue the run in RUN_DIR"),
+            ("--output", Path, None, "the run's folder (made if needed)"),
+            ("--force", bool, None, "replace the run in a non-empty --output (its own files only)"),
+            ("--save-freq", integer(0), None, "epochs between checkpoints (0: none; default 5)"),
+            ("--evaluate", integer(1), "N", "with --resume: the success over N episodes"),
+            ("--tensorboard", folder_path, "DIR", "also write TensorBoard events to DIR/<run>_<N>"),
+            ("--conf-file", Path, None, "per-env settings (YAML: env id -> settings)"),
+            ("--no-gif", bool, None, "skip the GIF of the trained policy"),
+        ):
+            kw = {"action": "store_true"} if kind is bool else {"type": kind, "metavar": metavar}
+            parser.add_argument(flag, help=help, default=5 if flag == "--save-freq" else None, **kw)
+        add_settings(parser, self.config)
+        args = parser.parse_args(argv)
         values = {k: getattr(args, k) for k in self.specs if getattr(args, k) is not None}
         check_settings(values, self.specs, "option")
         if args.tensorboard is not None and args.evaluate is not None:
             raise RunError("--tensorboard: --evaluate writes nothing; accepted: --evaluate without --tensorboard")  # fmt: skip
         if args.evaluate is not None and (args.resume is None or self.size > 1):
             raise RunError("--evaluate: needs --resume RUN_DIR, in one process (not under torchrun)")
-        if args.tensorboard is not None and not any((Path(p) / "tensorboard").is_dir() for p in sys.path):
-            raise RunError("--tensorboard: needs the tensorboard package; pip install tensorboard")
-        if args.resume is not None:
-            return self.resumed(args, values, check)
-        conf = args.conf_file or self.conf_file
-        env_id = values.get("env_id", self.config().env_id)
-        cfg = self.config(**{**self.conf_entry(conf, env_id), **values})
-        check(cfg, self.size)
-        self.path = args.output or output(cfg)
-        RunFolder.check_new(self.path, args.force, self.outputs, self.script)
         if args.tensorboard is not None:
-            check_new_folder(args.tensorboard, "--tensorboard")
-        self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
-        return cfg, args, False, args.tensorboard is not None
-
-    def conf_entry(self, path: Path, env_id: str) -> dict[str, Any]:
-        """The ``env_id`` entry of a YAML settings file, its keys and values checked."""
-        import yaml
-
+            needs_tensorboard("--tensorboard")
+        if args.resume is not None:
+            cfg = self.resumed(args, values, check)
+            return (
+                cfg,
+                args,
+                True,
+                args.evaluate is None and (self.tensorboard or args.tensorboard) is not None,
+            )
+        path, env_id = args.conf_file or self.conf_file, values.get("env_id", self.config().env_id)
         try:
             entries = yaml.safe_load(path.read_text()) or {}
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
@@ -800,11 +724,16 @@ class Run:
         if set(entry) - set(self.specs):
             raise RunError(f"--conf-file: {path} entry {env_id!r} has unknown keys {sorted(set(entry) - set(self.specs))}")  # fmt: skip
         check_settings(entry, self.specs, f"--conf-file: {path}, entry {env_id!r}, key")
-        return entry
+        cfg = self.config(**{**entry, **values})
+        check(cfg, self.size)
+        self.path = args.output or output(cfg)
+        RunFolder.check_new(self.path, args.force, self.outputs, self.script)
+        if args.tensorboard is not None:
+            check_new_folder(args.tensorboard, "--tensorboard")
+        self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
+        return cfg, args, False, args.tensorboard is not None
 
-    def resumed(
-        self, args: Any, values: dict[str, Any], check: Callable[[Any, int], None]
-    ) -> tuple[Any, Any, bool, bool]:
+    def resumed(self, args: Any, values: dict[str, Any], check: Callable[[Any, int], None]) -> Any:
         """A resumed run's settings: its config.json's, those in ``free`` changed by options; and its checkpoint."""
         out = self.path = args.resume
         RunFolder.read_only(out, self.script, self.outputs)  # a run folder of this script
@@ -812,10 +741,8 @@ class Run:
             raise RunError(f"--output: --resume continues the run in its own folder {out}, not {args.output}; accepted: no --output with --resume")  # fmt: skip
         if args.force or args.conf_file is not None:
             raise RunError(f"{'--force' if args.force else '--conf-file'}: cannot be given with --resume (the run keeps its folder and settings)")  # fmt: skip
-        path, fix = (
-            out / "config.json",
-            "restore it (the checkpoint's manifest holds the run's settings) or start again with --force",
-        )
+        path = out / "config.json"
+        fix = "restore it (the checkpoint's manifest holds the run's settings) or start again with --force"
         try:
             saved = json.loads(path.read_text())
         except FileNotFoundError:
@@ -846,97 +773,78 @@ class Run:
         if type(done) is not int or type(workers) is not int or not isinstance(kept, dict):
             raise cp.unfit(CHECKPOINT_MANIFEST, "its meta holds no config, epoch and world size")
         if workers != self.size:
-            launch = (
-                f"torchrun with {workers} workers in all, e.g. torchrun --nproc-per-node {workers}"
-                if workers > 1
-                else "python"
-            )
+            launch = "python"
+            if workers > 1:
+                launch = f"torchrun with {workers} workers in all, e.g. torchrun --nproc-per-node {workers}"
             raise RunError(f"--resume: {out} was trained by {workers} worker{'s' * (workers > 1)}, this launch has {self.size}; accepted: the same number ({launch} examples/{self.script}): the replay storage and envs are split between the workers")  # fmt: skip
         differ = sorted(k for k, v in asdict(cfg).items() if k not in self.free and kept.get(k) != v)
         if differ:
             raise RunError(f"--resume: {path} differs from its checkpoint's settings in {differ}; restore config.json or start again with --force")  # fmt: skip
         if cfg.epochs < done:
             raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
-        return cfg, args, True, args.evaluate is None and (self.tensorboard or args.tensorboard) is not None
+        return cfg
 
     # ------------------------------------------------------------------ checkpoints
-    def resume(self, fits: Callable[[dict[str, Any], dict[str, Any], int], tuple[str, object] | None]) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
-        """The checkpoint resumed: its shared state (``agent.pt``) and this worker's own part (``<key>.pkl``;
-        worker r's ``<key>-<r>.pkl``). Worker 0 reads every part, asks ``fits(state, own, rank)`` whether
-        it fits (else the file and why: one line, nothing changed) and hands the others theirs."""
-        parts: list[Any] = []
-        if self.rank == 0:
-            try:
-                parts = self.read_parts(fits)
-            except BaseException as exc:
-                self.fail(exc)
-        if not self.broadcast(True):
-            raise SystemExit(2)
-        mine = parts[:1]
-        if self.size > 1:
-            mine = [None]
-            sys.modules["torch.distributed"].scatter_object_list(mine, parts or None, src=0)
-        state, own = mine[0]
-        self.rows = state["rows"]
+    def resume(
+        self, fits: Callable[[dict[str, Any], dict[str, Any], int], tuple[str, object] | None]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The checkpoint's shared state (``agent.pt``) and this worker's own part. Worker 0 reads every part,
+        asks ``fits(state, own, rank)`` whether it fits (else the file and why: one line) and hands them out."""
+
+        def read_parts() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+            cp = cast(Checkpoint, self.checkpoint)
+            state = cp.load("agent.pt", lambda path: torch.load(path, map_location="cpu", weights_only=False))
+            if not isinstance(state, dict) or not {"rows", "times", "wall0", "cpu0"} <= set(state):
+                raise cp.unfit("agent.pt", "it holds no run state")
+            parts = []
+            for rank in range(self.size):
+                load = lambda p: pickle.loads(p.read_bytes())  # noqa: E731
+                own = {
+                    k: cp.load(f"{k}{'-' * bool(rank)}{rank or ''}.pkl", load) for k in cp.meta.get("own", ())
+                }
+                unfit = fits(state, own, rank)
+                if unfit is not None:
+                    raise cp.unfit(unfit[0].replace(".pkl", f"{'-' * bool(rank)}{rank or ''}.pkl"), unfit[1])
+                parts.append((state, own))
+            return parts
+
+        state, own = self.agreed(read_parts, scatter=True)
+        self.rows, self.earlier = state["rows"], (state["wall0"], state["cpu0"])
         self.timers.seconds |= state["times"]
         self.seen = dict(self.timers.seconds)
-        self.clock = (*self.clock[:2], state["wall0"], state["cpu0"])
         return state, own
 
-    def read_parts(self, fits: Callable[[dict[str, Any], dict[str, Any], int], tuple[str, object] | None]) -> list[Any]:  # fmt: skip
-        import torch
-
-        cp = self.checkpoint
-        assert cp is not None
-        state = cp.load("agent.pt", lambda path: torch.load(path, map_location="cpu", weights_only=False))
-        if not isinstance(state, dict) or not {"rows", "times", "wall0", "cpu0"} <= set(state):
-            raise cp.unfit("agent.pt", "it holds no run state")
-        parts = []
-        for rank in range(self.size):
-            suffix = f"-{rank}" if rank else ""
-            own = {
-                k: cp.load(f"{k}{suffix}.pkl", lambda p: pickle.loads(p.read_bytes()))
-                for k in cp.meta.get("own", ())
-            }
-            unfit = fits(state, own, rank)
-            if unfit is not None:
-                raise cp.unfit(unfit[0].replace(".pkl", f"{suffix}.pkl"), unfit[1])
-            parts.append((state, own))
-        return parts
-
     def save(self, epoch: int, state: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> None:
-        """Checkpoint ``epoch`` as one unit: the shared state (``agent.pt``, with the curve and the clocks)
-        and every worker's own part, which worker 0 gathers and writes (no shared file system needed)."""
-        import torch
-
+        """Checkpoint ``epoch``: ``agent.pt`` (with the curve and clocks) and every worker's part, gathered by worker 0."""
         shared, own = state()
-        mine = {
-            f"{k}{f'-{self.rank}' if self.rank else ''}.pkl": pickle.dumps(v, protocol=5)
+        files = {
+            f"{k}{'-' * bool(self.rank)}{self.rank or ''}.pkl": pickle.dumps(v, protocol=5)
             for k, v in own.items()
         }
-        everyone: list[Any] = [mine]
         if self.size > 1:
-            everyone = [None] * self.size if self.rank == 0 else []
-            sys.modules["torch.distributed"].gather_object(mine, everyone or None, dst=0)
+            everyone: list[Any] | None = [None] * self.size if self.rank == 0 else None
+            dist.gather_object(files, everyone, dst=0)
+            files = {name: b for part in everyone or () for name, b in part.items()}
         if self.folder is None:
             return
         shared |= {
             "rows": self.rows,
             "times": dict(self.timers.seconds),
-            "wall0": self.clock[2],
-            "cpu0": self.clock[3],
+            "wall0": self.earlier[0],
+            "cpu0": self.earlier[1],
         }
         data = io.BytesIO()
         torch.save(shared, data)  # to memory, then written: a full disk is an OSError naming the file
-        files = {"agent.pt": data.getvalue(), **{name: b for part in everyone for name, b in part.items()}}
-        writers = {name: (lambda path, b=content: path.write_bytes(b)) for name, content in files.items()}
+        writers = {
+            name: (lambda path, b=b: path.write_bytes(b))
+            for name, b in {"agent.pt": data.getvalue(), **files}.items()
+        }
         meta = {"epoch": epoch, "config": asdict(self.cfg), "world_size": self.size, "own": sorted(own)}
         self.folder.save_checkpoint(epoch, writers, meta)
 
     # ------------------------------------------------------------------ the curve
     def begin(self) -> float:
-        """Write config.json and commands.txt (a resumed run's curve cut at its checkpoint), open TensorBoard
-        and start the clocks; returns the last epoch's success rate (NaN before the first)."""
+        """Write config.json, commands.txt (and a resumed run's eval.csv), open TensorBoard, start the clocks."""
         tensorboard = self.tensorboard
         if self.folder is not None:
             if tensorboard is None and self.args.tensorboard is not None:
@@ -961,21 +869,21 @@ class Run:
             purge = self.rows[-1]["env_steps"] + 1 if self.resuming and self.rows else None
             self.tb = SummaryWriter(str(tensorboard), purge_step=purge)
         if self.size > 1:  # meet, so that the other workers' later start is not timed as worker 0's wait
-            sys.modules["torch.distributed"].barrier()
-        self.clock = (time.perf_counter(), time.process_time(), *self.clock[2:])
+            dist.barrier()
+        self.started = (time.perf_counter(), time.process_time())
         return self.rows[-1]["success_rate"] if self.rows else float("nan")
 
     def end_epoch(self, epoch: int, steps: int, updates: int, success: float, figures: dict[str, float], state: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> None:  # fmt: skip
-        """The epoch's row of eval.csv, its TensorBoard points (``figures`` and the clocks') and printed line,
-        and when due (every ``--save-freq`` epochs, and the last) a checkpoint of ``state()``."""
-        wall, cpu = (
-            self.clock[2] + time.perf_counter() - self.clock[0],
-            self.clock[3] + time.process_time() - self.clock[1],
-        )
+        """The epoch's eval.csv row, TensorBoard points and line, and when due a checkpoint of ``state()``."""
+        wall = self.earlier[0] + time.perf_counter() - self.started[0]  # over every session
+        cpu = self.earlier[1] + time.process_time() - self.started[1]
         timers, before = self.timers.seconds, self.rows[-1] if self.rows else {"env_steps": 0, "updates": 0}
-        row = {"epoch": epoch, "env_steps": steps, "updates": updates, "success_rate": success, "wall_s": round(wall, 3),
-               "cpu_s": round(cpu, 3), **{f"t_{k}": round(v, 3) for k, v in timers.items()}}  # fmt: skip
-        self.rows.append(row)
+        row = {"epoch": epoch, "env_steps": steps, "updates": updates, "success_rate": success}
+        self.rows.append(
+            row
+            | {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
+            | {f"t_{k}": round(v, 3) for k, v in timers.items()}
+        )
         if self.folder is not None:
             self.folder.write("eval.csv", csv_text(self.rows))
             print(
@@ -985,21 +893,27 @@ class Run:
         if self.tb is not None:  # the rates over this epoch's seconds of collecting and of updating
             spent = {k: v - self.seen[k] for k, v in timers.items()}
             collect, update = spent["act"] + spent["env"] + spent["store"], spent["sample"] + spent["update"]
-            scalars = {"eval/success_rate": success, **figures, "train/n_updates": updates,
-                       "time/env_steps_per_s": (steps - before["env_steps"]) / max(collect, 1e-9),
-                       "time/updates_per_s": (updates - before["updates"]) / max(update, 1e-9),
-                       "time/wall_s": row["wall_s"], "time/cpu_s": row["cpu_s"], **{f"time/t_{k}": v for k, v in timers.items()}}  # fmt: skip
+            scalars = {
+                "eval/success_rate": success,
+                **figures,
+                "train/n_updates": updates,
+                "time/env_steps_per_s": (steps - before["env_steps"]) / max(collect, 1e-9),
+                "time/updates_per_s": (updates - before["updates"]) / max(update, 1e-9),
+                "time/wall_s": self.rows[-1]["wall_s"],
+                "time/cpu_s": self.rows[-1]["cpu_s"],
+                **{f"time/t_{k}": v for k, v in timers.items()},
+            }
             for tag, value in scalars.items():
                 self.tb.add_scalar(tag, float(value), steps)
             self.tb.flush()  # a killed run loses no whole epoch of them
         self.seen = dict(timers)
         if self.args.save_freq and (epoch % self.args.save_freq == 0 or epoch == self.cfg.epochs):
             with self.timers("checkpoint"):
-                self.clock = (time.perf_counter(), time.process_time(), wall, cpu)
+                self.earlier, self.started = (wall, cpu), (time.perf_counter(), time.process_time())
                 self.save(epoch, state)
 
     def finish(self, title: str, gif: Callable[[], bytes]) -> None:
-        """The success curve's plot and the GIF of the trained policy (worker 0), and where the time went."""
+        """The success curve's plot and the GIF of the trained policy (worker 0)."""
         if self.folder is not None and self.rows:
             steps, success = (
                 [r["env_steps"] / 1000 for r in self.rows],
@@ -1009,11 +923,6 @@ class Run:
             self.folder.write("success.png", curve_png(steps, success, "env steps (thousands)", title))
         if self.folder is not None and not self.args.no_gif:
             self.folder.write("policy.gif", gif())
-        if self.args.profile and self.rank == 0:
-            total = sum(self.timers.seconds.values()) or 1.0
-            print(
-                "time:", ", ".join(f"{k} {v:.1f}s ({v / total:.0%})" for k, v in self.timers.seconds.items())
-            )
 
     def where(self) -> str:
         """Where the run stopped, and how to go on: from the latest whole checkpoint on disk."""

@@ -12,10 +12,8 @@ the run starts), an Ornstein-Uhlenbeck noise (reset by every ``learn``) and the 
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
-import math
 import pickle
 import random
 import time
@@ -51,25 +49,6 @@ def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
         return algos
     algos["tqc"] = TQC
     return algos
-
-
-def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer in ``[minimum, maximum]`` (``1e4`` style accepted when it is whole)."""
-    spec = Range(int, minimum, maximum)
-    expected = f"an integer >= {minimum}" + ("" if maximum is None else f" and <= {maximum}")
-
-    def parse(text: str) -> int:
-        try:
-            value = float(text)
-            whole = int(value) if math.isfinite(value) and value.is_integer() else None
-        except ValueError:
-            whole = None
-        if whole is None or not spec.accepts(whole):
-            raise argparse.ArgumentTypeError(f"{text!r} is not accepted: expected {expected}")
-        return whole
-
-    parse.__name__ = expected.removeprefix("an ")
-    return parse
 
 
 # ---------------------------------------------------------------------------------------- run.json
@@ -160,11 +139,8 @@ def checkpoint_files(model: OffPolicyAlgorithm, extra: dict[str, Any]) -> dict[s
 def load_checkpoint(
     checkpoint: Checkpoint, algo: type[OffPolicyAlgorithm], device: str, run: dict[str, Any]
 ) -> tuple[OffPolicyAlgorithm, dict[str, Any]]:
-    """The model (with its envs and buffer) and ``state.pkl`` of a checkpoint already checked whole.
-
-    Each file is checked to fit the run's env, ``env_kwargs`` and ``n_envs``: a file of another run
-    (with its hash recorded) is one line naming it, not a failure mid-training.
-    """
+    """The model (with its envs and buffer) and ``state.pkl`` of a whole checkpoint; a file that does not fit
+    the run's env, ``env_kwargs`` and ``n_envs`` is one line naming it."""
     env_id, env_kwargs, n_envs = run["env"], run["env_kwargs"], run["n_envs"]
     state = checkpoint.load("state.pkl", lambda p: pickle.loads(p.read_bytes()))
     if not isinstance(state, dict) or any(k not in state for k in STATE_KEYS):
@@ -181,7 +157,7 @@ def load_checkpoint(
         or (env.observation_space, env.action_space) != spaces
     ):
         raise checkpoint.unfit("env.pkl", f"it holds no {n_envs} envs {env_id} with {env_kwargs}")
-    if checkpoint.file("vecnormalize.pkl").exists():
+    if (checkpoint.path / "vecnormalize.pkl").exists():
         if "vecnormalize_returns" not in state:
             raise checkpoint.unfit(
                 "state.pkl", "it holds no VecNormalize returns, and vecnormalize.pkl is there"
@@ -246,12 +222,8 @@ def act(model: BaseAlgorithm, obs: dict[str, np.ndarray]) -> np.ndarray:
 def evaluate(
     model: BaseAlgorithm, envs: gym.vector.VectorEnv, n_episodes: int, seed: int
 ) -> tuple[float, float]:
-    """(success rate, mean return) of ``n_episodes`` deterministic episodes, ``envs.num_envs`` at a time.
-
-    The episodes of a wave run side by side, the i-th seeded ``seed + i``; an env's episode counts
-    until its first end (what follows in it is ignored), its success is ``info["is_success"]`` there.
-    The same seeds at every evaluation: the curve moves with the policy, not with the episodes drawn.
-    """
+    """(success rate, mean return) of ``n_episodes`` deterministic episodes seeded ``seed + i``, ``envs.num_envs``
+    at a time; an env's episode counts until its first end, its success is ``info["is_success"]`` there."""
     success, returns = np.zeros(n_episodes, bool), np.zeros(n_episodes)
     width = envs.num_envs
     for first in range(0, n_episodes, width):
@@ -270,11 +242,8 @@ def evaluate(
 
 
 class EvalSuccess(BaseCallback):
-    """Every ``eval_freq`` env steps, between rollouts (after their gradient steps), evaluate the policy.
-
-    Rows go to ``eval.csv``, rewritten each time through ``write(name, text)`` (the run folder's
-    atomic, recorded write). ``state()`` / ``restore()`` carry the curve and the clocks across a resume.
-    """
+    """Every ``eval_freq`` env steps, between rollouts, evaluate the policy: a row of ``eval.csv`` (through
+    ``write``); ``state()`` / ``restore()`` carry the curve and the clocks across a resume."""
 
     def __init__(self, run: dict[str, Any], write: Callable[[str, str], object]):
         super().__init__()
@@ -375,10 +344,8 @@ class _TensorBoard(TensorBoardOutputFormat):
 
 
 def tensorboard_logger(folder: Path, purge_step: int | None) -> Logger:
-    """stable-baselines3's scalars (and ``eval/success_rate``) as TensorBoard events in the run's own
-    ``folder``, chosen once and kept in run.json (stable-baselines3 itself goes on in the highest
-    ``<name>_<N>``, maybe another run's). A resumed run goes on there with ``purge_step``: TensorBoard
-    hides what a stopped session wrote after the checkpoint, so no step shows twice."""
+    """stable-baselines3's scalars as TensorBoard events in the run's own ``folder`` (kept in run.json); a
+    resumed run goes on there, ``purge_step`` hiding what a stopped session wrote after the checkpoint."""
     return Logger(str(folder), [_TensorBoard(folder, purge_step)])
 
 

@@ -41,7 +41,9 @@ from runfolder import (
     RunFolder,
     check_new_folder,
     folder_path,
+    integer,
     make_numbered_folder,
+    needs_tensorboard,
     resumed_folder,
     run_main,
 )
@@ -53,7 +55,6 @@ from sb3_run import (
     StopTraining,
     algorithms,
     checkpoint_files,
-    integer,
     load_checkpoint,
     model_bytes,
     plot_curve,
@@ -234,10 +235,11 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
         )
     seed = args.seed if args.seed is not None else 0
     out = args.output or Path("runs") / f"{env_id.split('/')[-1]}_{algo}_s{seed}"
-    RunFolder.check_free(out)  # a folder in use is refused before the model is built
-    RunFolder.check_new(out, args.force, OUTPUTS, SCRIPT)
+    RunFolder.check_new(
+        out, args.force, OUTPUTS, SCRIPT
+    )  # a folder in use is refused before the model is built
     if args.tensorboard is not None:
-        check_tensorboard_installed()
+        needs_tensorboard("argument --tensorboard")
         check_new_folder(args.tensorboard, "argument --tensorboard")
     return {
         "env": env_id,
@@ -261,13 +263,6 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def check_tensorboard_installed() -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("tensorboard") is None:
-        raise RunError("argument --tensorboard: needs the tensorboard package; pip install tensorboard")
-
-
 def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
     """The run.json of ``--resume RUN_DIR``, checked (the checkpoint is checked once the folder is locked)."""
     given = [
@@ -284,8 +279,8 @@ def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
     recorded = resumed_folder(run.get("tensorboard"), args.tensorboard, option, "argument --resume", file)
     run["tensorboard"] = None if recorded is None else str(recorded)
     if run["tensorboard"] is not None or args.tensorboard is not None:
-        check_tensorboard_installed()
-    RunFolder.check_free(args.resume)
+        needs_tensorboard("argument --tensorboard")
+    RunFolder(args.resume, SCRIPT, OUTPUTS).lock(probe=True)  # a folder in use is refused before loading
     if args.save_freq is not None:
         run["save_freq"] = args.save_freq
     run["output"] = str(args.resume)

@@ -88,7 +88,7 @@ def test_update_clips_targets_and_moves_both_networks() -> None:
     actor0 = [p.clone() for p in agent.actor.parameters()]
     critic0 = [p.clone() for p in agent.critic.parameters()]
     target0 = [p.clone() for p in agent.critic_target.parameters()]
-    agent.update(batch)
+    agent.updates([batch])
     assert any(not torch.equal(a, p) for a, p in zip(actor0, agent.actor.parameters(), strict=True))
     assert any(not torch.equal(a, p) for a, p in zip(critic0, agent.critic.parameters(), strict=True))
     assert all(torch.equal(a, p) for a, p in zip(target0, agent.critic_target.parameters(), strict=True))
@@ -108,8 +108,8 @@ def _batch(rng: np.random.Generator, b: int = 16) -> dict:
 
 @pytest.mark.parametrize("bf16", [True, False])
 def test_updates_take_the_textbook_steps_in_turn_bit_for_bit(bf16: bool) -> None:
-    """``Agent.updates`` reorders work so that gradient sums overlap it: the result must be exactly that of
-    the plain order, batch by batch (critic step; actor loss through the stepped critic; actor step)."""
+    """``Agent.updates`` is the textbook order, batch by batch, bit for bit: critic step; actor loss through
+    the stepped critic; actor step."""
     import copy
 
     cfg = her_ddpg.Config(hidden=32, layers=2, bf16=bf16)
@@ -331,7 +331,8 @@ def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
     moments = [state["exp_avg_sq"] for state in agent.critic_opt.state.values()]
     for v in moments:
         v.fill_(tiny)
-    agent.step(agent.critic_opt)
+    zero = sum((p * 0).sum() for p in agent.critic.parameters())  # a loss of zero gradient
+    agent.step(zero, agent.critic_opt, 0)
     v = torch.cat([m.ravel() for m in moments])
     if flush:
         assert torch.all(v == 0)

@@ -180,7 +180,7 @@ def test_a_failing_writer_leaves_the_previous_checkpoint_and_no_temporary(tmp_pa
         assert [p.name for p in (tmp_path / "run" / "checkpoints").iterdir()] == ["000000000001"]
         latest = folder.latest_checkpoint()
         assert latest is not None and latest.tag == 1 and latest.meta == {"epoch": 1}
-        assert latest.file("b.bin").read_text() == "b.bin"
+        assert (latest.path / "b.bin").read_text() == "b.bin"
 
 
 def test_every_file_of_a_checkpoint_is_fsynced_before_its_rename(tmp_path: Path, monkeypatch) -> None:
