@@ -67,34 +67,10 @@ def _minari() -> Any:
 
 
 # ---------------------------------------------------------------------------------------- recording
-def _reset_info_callback() -> type:
-    """Minari's ``StepDataCallback`` that gives an empty reset info the keys of the step info (see below)."""
-    from minari.data_collector.callbacks import StepDataCallback
-
-    class GoalResetInfo(StepDataCallback):
-        """Minari keeps one info layout per episode, the reset's first; Fetch resets with an empty info,
-        so a Fetch reset gets the step's keys: the reset state's ``is_success`` and 0 ``elapsed_steps``."""
-
-        def __call__(
-            self, env: gym.Env, obs: Any, info: dict[str, Any], action: Any = None, **kwargs: Any
-        ) -> Any:
-            step_data = super().__call__(env, obs=obs, info=info, action=action, **kwargs)
-            goal_env: Any = env.unwrapped
-            if action is None and not info and type(goal_env).__module__.startswith("goalenvs.envs.fetch"):
-                from goalenvs.envs.fetch import fetch_success
-
-                success = fetch_success(
-                    obs["achieved_goal"], obs["desired_goal"], goal_env.distance_threshold
-                )
-                step_data["info"] = {"is_success": success, "elapsed_steps": 0}
-            return step_data
-
-    return GoalResetInfo
-
-
 def collector(env: gym.Env) -> Any:
-    """``minari.DataCollector`` of ``env`` that keeps every step's info (Fetch's reset info filled in)."""
-    return _minari().DataCollector(env, record_infos=True, step_data_callback=_reset_info_callback())
+    """``minari.DataCollector`` of ``env`` that keeps every step's info (every goalenvs id's reset info
+    has its step info's keys, as Minari requires with ``record_infos=True``)."""
+    return _minari().DataCollector(env, record_infos=True)
 
 
 def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -> list[bool]:
