@@ -7,7 +7,6 @@ naming it. Also the memory the machine has left (a storage warns before it alloc
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +17,6 @@ __all__ = [
     "ACCEPTED_KINDS",
     "Spec",
     "action_spec",
-    "available_memory",
     "check_keys",
     "checked",
     "field_specs",
@@ -197,33 +195,3 @@ def readonly(array: np.ndarray) -> np.ndarray:
     array = array.view()
     array.flags.writeable = False
     return array
-
-
-def available_memory() -> int | None:
-    """Bytes of memory new allocations can use, or None where this cannot be told.
-
-    psutil's ``virtual_memory().available`` when psutil is installed (as stable-baselines3), else
-    Linux's ``MemAvailable`` (``/proc/meminfo``); either way no more than a cgroup v2 memory limit
-    leaves (``/sys/fs/cgroup/memory.max`` less ``memory.current``: a container's limit).
-    """
-    available: int | None = None
-    try:
-        available = int(importlib.import_module("psutil").virtual_memory().available)
-    except ImportError:
-        try:
-            with open("/proc/meminfo", "rb") as f:
-                for line in f:
-                    if line.startswith(b"MemAvailable:"):
-                        available = int(line.split()[1]) * 1024  # in kB
-        except (OSError, ValueError, IndexError):
-            pass
-    try:
-        with open("/sys/fs/cgroup/memory.max", "rb") as f:
-            limit = f.read().strip()
-        if limit != b"max":
-            with open("/sys/fs/cgroup/memory.current", "rb") as f:
-                room = max(int(limit) - int(f.read().strip()), 0)
-            available = room if available is None else min(available, room)
-    except (OSError, ValueError):
-        pass
-    return available

@@ -32,11 +32,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from goalenvs.core import ConcurrentUseError, check_int, env_infos, object_array
+from goalenvs.core import ConcurrentUseError, available_memory, check_int, env_infos, object_array
 from her.specs import (
     Spec,
     action_spec,
-    available_memory,
     check_keys,
     checked,
     field_specs,

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 import goalenvs
+from goalenvs.core import available_memory
 from her import HerStorage
-from her.specs import available_memory
 from tests.her import encoded as legacy
 from tests.her.test_her_storage import assert_same_storage
 
