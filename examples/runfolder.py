@@ -138,6 +138,19 @@ def resumed_folder(recorded: Any, given: Path | None, option: str, resume: str, 
     return path
 
 
+def read_json(path: Path, option: str, script: str, fix: str) -> Any:
+    """The JSON of a run's settings file ``path``; missing or not JSON: one line (``fix``: what to do)."""
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise RunError(
+            f"{option}: {path.parent} has no {path.name}; accepted: an output folder of {script}"
+        ) from None
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise RunError(f"{option}: {path} is not valid JSON ({type(exc).__name__}: {first}); {fix}") from None
+
+
 def needs_tensorboard(option: str) -> None:
     import importlib.util
 
@@ -544,6 +557,23 @@ class RunFolder:
         root = self.path / CHECKPOINTS
         return sorted(p for p in root.iterdir() if p.name.isdigit() and p.is_dir()) if root.is_dir() else []
 
+    def resume_from(
+        self, option: str, how: str, file: Path, settings: Mapping[str, Any], key: str
+    ) -> Checkpoint:
+        """The latest whole checkpoint, to go on from: its ``meta[key]`` must hold ``settings`` (those of ``file``)."""
+        checkpoint = self.latest_checkpoint()
+        if checkpoint is None:
+            raise RunError(
+                f"{option}: {self.path} has no checkpoint yet ({how}); start it again with --output {self.path} --force"
+            )
+        kept = checkpoint.meta.get(key)
+        differ = sorted(k for k, v in settings.items() if not isinstance(kept, dict) or kept.get(k) != v)
+        if differ:
+            raise RunError(
+                f"{option}: {file} differs from its checkpoint's settings in {differ}; restore {file.name} or start again with --force"
+            )
+        return checkpoint
+
     def latest_checkpoint(self, verify: bool = True) -> Checkpoint | None:
         """The newest checkpoint, checked whole and of this run; None if none (damaged: :class:`RunError`)."""
         for _ in range(3):
@@ -743,12 +773,7 @@ class Run:
             raise RunError(f"{'--force' if args.force else '--conf-file'}: cannot be given with --resume (the run keeps its folder and settings)")  # fmt: skip
         path = out / "config.json"
         fix = "restore it (the checkpoint's manifest holds the run's settings) or start again with --force"
-        try:
-            saved = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise RunError(f"--resume: {out} holds no config.json of a run of {self.script}") from None
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise RunError(f"--resume: {path} is not valid JSON ({exc}); {fix}") from None
+        saved = read_json(path, "--resume", self.script, fix)
         recorded = saved.pop("tensorboard", None) if isinstance(saved, dict) else None
         if not isinstance(saved, dict) or set(saved) != set(self.specs):
             got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
@@ -764,22 +789,19 @@ class Run:
         check(cfg, self.size)
         if args.evaluate is None:
             self.folder = RunFolder.open(out, outputs=self.outputs, script=self.script)
-        cp = self.checkpoint = (
-            self.folder or RunFolder.read_only(out, self.script, self.outputs)
-        ).latest_checkpoint()
-        if cp is None:
-            raise RunError(f"--resume: {out} has no checkpoint yet (checkpoints need --save-freq >= 1); start it again with --output {out} --force")  # fmt: skip
-        workers, done, kept = cp.meta.get("world_size", 1), cp.meta.get("epoch"), cp.meta.get("config")
-        if type(done) is not int or type(workers) is not int or not isinstance(kept, dict):
-            raise cp.unfit(CHECKPOINT_MANIFEST, "its meta holds no config, epoch and world size")
+        folder = self.folder or RunFolder.read_only(out, self.script, self.outputs)
+        kept = {k: v for k, v in asdict(cfg).items() if k not in self.free}
+        cp = self.checkpoint = folder.resume_from(
+            "--resume", "checkpoints need --save-freq >= 1", path, kept, "config"
+        )
+        workers, done = cp.meta.get("world_size", 1), cp.meta.get("epoch")
+        if type(done) is not int or type(workers) is not int:
+            raise cp.unfit(CHECKPOINT_MANIFEST, "its meta holds no epoch and world size")
         if workers != self.size:
             launch = "python"
             if workers > 1:
                 launch = f"torchrun with {workers} workers in all, e.g. torchrun --nproc-per-node {workers}"
             raise RunError(f"--resume: {out} was trained by {workers} worker{'s' * (workers > 1)}, this launch has {self.size}; accepted: the same number ({launch} examples/{self.script}): the replay storage and envs are split between the workers")  # fmt: skip
-        differ = sorted(k for k, v in asdict(cfg).items() if k not in self.free and kept.get(k) != v)
-        if differ:
-            raise RunError(f"--resume: {path} differs from its checkpoint's settings in {differ}; restore config.json or start again with --force")  # fmt: skip
         if cfg.epochs < done:
             raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
         return cfg

@@ -13,7 +13,6 @@ the run starts), an Ornstein-Uhlenbeck noise (reset by every ``learn``) and the 
 from __future__ import annotations
 
 import io
-import json
 import pickle
 import random
 import time
@@ -24,6 +23,7 @@ from typing import Any
 import cloudpickle
 import gymnasium as gym
 import numpy as np
+import runfolder
 import torch
 from runfolder import Checkpoint, Range, RunError, check_settings, csv_text, curve_png, write_atomic
 from stable_baselines3 import DDPG, DQN, SAC, TD3
@@ -32,7 +32,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
-from zoo_conf import check_her_settings, check_hyperparams, describe_error, not_accepted
+from zoo_conf import check_her_settings, check_hyperparams, not_accepted
 
 SCRIPT = "train.py"
 # What a run writes at the top of its folder (besides checkpoints/): --force removes these, if a run wrote them.
@@ -74,12 +74,7 @@ def read_run(run_dir: Path, option: str) -> dict[str, Any]:
         what = "does not exist" if not run_dir.exists() else "is not a folder"
         raise RunError(f"{option}: {run_dir} {what}; {ACCEPTED_RUN}")
     fix = "restore it from a copy (each checkpoint's MANIFEST.json holds the run's settings) or start again with --force"
-    try:
-        run = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise RunError(f"{option}: {run_dir} has no run.json; {ACCEPTED_RUN}") from None
-    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
-        raise RunError(f"{option}: {path} is not valid JSON ({describe_error(exc)}); {fix}") from None
+    run = runfolder.read_json(path, option, SCRIPT, fix)
     if not isinstance(run, dict) or any(key not in run for key in RUN_KEYS):
         missing = sorted(set(RUN_KEYS) - set(run)) if isinstance(run, dict) else sorted(RUN_KEYS)
         raise RunError(

@@ -364,20 +364,8 @@ def open_resumed(
     out = Path(run["output"])
     folder = RunFolder.open(out, outputs=OUTPUTS, script=SCRIPT)
     try:
-        checkpoint = folder.latest_checkpoint()
-        if checkpoint is None:
-            raise RunError(
-                f"argument --resume: {out} has no checkpoint (checkpoints are written with --save-freq N "
-                f"or --stop-at N); start it again with --output {out} --force"
-            )
-        saved = checkpoint.meta.get("settings")
-        mine = settings(run)
-        changed = sorted(k for k in RUN_SETTINGS if not isinstance(saved, dict) or saved.get(k) != mine[k])
-        if changed:
-            raise RunError(
-                f"argument --resume: {out / 'run.json'} differs from its checkpoint's settings in "
-                f"{changed}; restore run.json or start again with --force"
-            )
+        how = "checkpoints are written with --save-freq N or --stop-at N"
+        checkpoint = folder.resume_from("argument --resume", how, out / "run.json", settings(run), "settings")
         done = checkpoint.tag
         total = args.timesteps or run["total_timesteps"]
         if total <= done:
