@@ -214,16 +214,26 @@ def curve_png(steps: list[float], success: list[float], xlabel: str, title: str)
     return png.getvalue()
 
 
-def make_numbered_folder(parent: Path, name: str) -> Path:
-    """Make ``parent/<name>_<N>``, N one above the highest there (as stable-baselines3 numbers its runs)."""
-    parent.mkdir(parents=True, exist_ok=True)
-    numbered = re.compile(re.escape(name) + r"_(\d+)")
-    n = max((int(m.group(1)) for p in parent.iterdir() if (m := numbered.fullmatch(p.name))), default=0)
-    while True:
-        n += 1
-        with contextlib.suppress(FileExistsError):
-            (parent / f"{name}_{n}").mkdir()
-            return parent / f"{name}_{n}"
+def summary_writer(recorded: str | Path | None, given: Path | None, run: Path, purge_step: int | None) -> Any:
+    """A TensorBoard ``SummaryWriter`` in the run's folder for it: ``recorded`` (a resumed run's), else a new
+    ``given/<run's name>_<N>``, N one above the highest there, as stable-baselines3 numbers its runs (neither:
+    None). A resumed run goes on in its folder; ``purge_step`` hides what a stopped session wrote after the
+    checkpoint, so no step shows twice, and no file is removed."""
+    name = run.resolve().name
+    if recorded is None and given is not None:
+        given.mkdir(parents=True, exist_ok=True)
+        numbered = re.compile(re.escape(name) + r"_(\d+)")
+        n = max((int(m.group(1)) for p in given.iterdir() if (m := numbered.fullmatch(p.name))), default=0)
+        while recorded is None:
+            n += 1
+            with contextlib.suppress(FileExistsError):
+                (given / f"{name}_{n}").mkdir()
+                recorded = given / f"{name}_{n}"
+    if recorded is None:
+        return None
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(str(recorded), purge_step=purge_step)
 
 
 # ---------------------------------------------------------------------------------------- atomic writes
@@ -335,6 +345,18 @@ class Checkpoint:
             if not self.path.exists():  # read without the lock, and replaced by a newer one meanwhile
                 raise RunError(f"checkpoint {self.path} was replaced while being read; run the command again") from None  # fmt: skip
             raise self.unfit(name, f"{type(exc).__name__}: {exc}") from None
+
+
+def stopped_at(progress: str, folder: RunFolder | None, unit: str, launch: str = "python") -> str:
+    """Where a run stopped (``progress``: "at epoch 7"), and how to go on: from the latest whole checkpoint
+    on disk (of ``unit``: epoch, step)."""
+    latest = None
+    if folder is not None:
+        with contextlib.suppress(RunError, OSError):
+            latest = folder.latest_checkpoint(verify=False)
+    if folder is None or latest is None:
+        return f"{progress}; no checkpoint was written yet (--save-freq), so a rerun starts over with --force"
+    return f"{progress}; go on from the checkpoint of {unit} {latest.tag} with: {launch} examples/{folder.script} --resume {folder.path}"
 
 
 def is_checkpoint(path: Path) -> bool:
@@ -867,13 +889,12 @@ class Run:
     # ------------------------------------------------------------------ the curve
     def begin(self) -> float:
         """Write config.json, commands.txt (and a resumed run's eval.csv), open TensorBoard, start the clocks."""
-        tensorboard = self.tensorboard
         if self.folder is not None:
-            if tensorboard is None and self.args.tensorboard is not None:
-                tensorboard = make_numbered_folder(self.args.tensorboard, self.path.resolve().name)
+            purge = self.rows[-1]["env_steps"] + 1 if self.resuming and self.rows else None
+            self.tb = summary_writer(self.tensorboard, self.args.tensorboard, self.path, purge)
             old = (self.path / "commands.txt").read_text() if (self.path / "commands.txt").is_file() else ""
             launcher = "python" if self.size == 1 else f"torchrun (world size {self.size})"
-            config = {**asdict(self.cfg), "tensorboard": None if tensorboard is None else str(tensorboard)}
+            config = {**asdict(self.cfg), "tensorboard": None if self.tb is None else self.tb.log_dir}
             self.folder.write("config.json", json.dumps(config, indent=2) + "\n")
             self.folder.write(
                 "commands.txt", f"{old}{launcher} examples/{self.script} {' '.join(sys.argv[1:])}\n"
@@ -883,13 +904,6 @@ class Run:
                 print(
                     f"resumed {self.path} at epoch {self.rows[-1]['epoch'] if self.rows else 0}", flush=True
                 )
-        if tensorboard is not None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            # A resumed run goes on in its folder; TensorBoard hides what a stopped session wrote after the
-            # checkpoint (purge_step), so no step shows twice, and no file is removed.
-            purge = self.rows[-1]["env_steps"] + 1 if self.resuming and self.rows else None
-            self.tb = SummaryWriter(str(tensorboard), purge_step=purge)
         if self.size > 1:  # meet, so that the other workers' later start is not timed as worker 0's wait
             dist.barrier()
         self.started = (time.perf_counter(), time.process_time())
@@ -947,12 +961,6 @@ class Run:
             self.folder.write("policy.gif", gif())
 
     def where(self) -> str:
-        """Where the run stopped, and how to go on: from the latest whole checkpoint on disk."""
-        latest = None
-        if self.folder is not None:
-            with contextlib.suppress(RunError, OSError):
-                latest = self.folder.latest_checkpoint(verify=False)
-        if latest is None:
-            return f"{self.progress()}; no checkpoint was written yet (--save-freq), so a rerun starts over with --force"
-        launch = "python" if self.size == 1 else "torchrun ..."
-        return f"{self.progress()}; go on from the checkpoint of epoch {latest.tag} with: {launch} examples/{self.script} --resume {self.path}"  # fmt: skip
+        return stopped_at(
+            self.progress(), self.folder, "epoch", "python" if self.size == 1 else "torchrun ..."
+        )

@@ -329,19 +329,15 @@ def record(
 
 
 class _TensorBoard(TensorBoardOutputFormat):
-    """stable-baselines3's TensorBoard output, its ``SummaryWriter`` opened with ``purge_step``."""
+    """stable-baselines3's TensorBoard output, writing with ``writer`` (runfolder's ``summary_writer``)."""
 
-    def __init__(self, folder: Path, purge_step: int | None) -> None:  # no super(): it opens a writer
-        from torch.utils.tensorboard import SummaryWriter
-
-        self.writer = SummaryWriter(log_dir=str(folder), purge_step=purge_step)
-        self._is_closed = False
+    def __init__(self, writer: Any) -> None:  # no super(): it opens a writer
+        self.writer, self._is_closed = writer, False
 
 
-def tensorboard_logger(folder: Path, purge_step: int | None) -> Logger:
-    """stable-baselines3's scalars as TensorBoard events in the run's own ``folder`` (kept in run.json); a
-    resumed run goes on there, ``purge_step`` hiding what a stopped session wrote after the checkpoint."""
-    return Logger(str(folder), [_TensorBoard(folder, purge_step)])
+def tensorboard_logger(writer: Any) -> Logger:
+    """stable-baselines3's scalars as TensorBoard events through ``writer``, in the run's own folder."""
+    return Logger(writer.log_dir, [_TensorBoard(writer)])
 
 
 def plot_curve(rows: list[dict[str, float]], title: str) -> bytes:

@@ -42,10 +42,11 @@ from runfolder import (
     check_new_folder,
     folder_path,
     integer,
-    make_numbered_folder,
     needs_tensorboard,
     resumed_folder,
     run_main,
+    stopped_at,
+    summary_writer,
 )
 from sb3_run import (
     OUTPUTS,
@@ -406,7 +407,7 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
         folder, model, state = open_resumed(run, args, device)
     else:
         (folder, model), state = create(run, args, device), None
-    progress.update(folder=folder, model=model, out=folder.path)
+    progress.update(folder=folder, model=model)
     with folder:
         logger = open_tensorboard(run, args, model, state is not None)
         try:
@@ -421,13 +422,14 @@ def open_tensorboard(
 ) -> Logger | None:
     """With ``--tensorboard`` (or a resumed run that had it): the model's logger writing to the run's
     TensorBoard folder (made in DIR, recorded in ``run``, unless the run has one)."""
-    if run["tensorboard"] is None and args.tensorboard is not None:
-        run["tensorboard"] = str(make_numbered_folder(args.tensorboard, Path(run["output"]).resolve().name))
-    if run["tensorboard"] is None:
+    purge = model.num_timesteps + 1 if resumed else None
+    writer = summary_writer(run["tensorboard"], args.tensorboard, Path(run["output"]), purge)
+    if writer is None:
         return None
-    folder = Path(run["tensorboard"])
-    model.tensorboard_log = str(folder.parent)  # stable-baselines3's own option, kept in the model
-    logger = tensorboard_logger(folder, model.num_timesteps + 1 if resumed else None)
+    run["tensorboard"] = writer.log_dir
+    # stable-baselines3's own option, kept in the model
+    model.tensorboard_log = str(Path(writer.log_dir).parent)
+    logger = tensorboard_logger(writer)
     model.set_logger(logger)
     return logger
 
@@ -537,18 +539,9 @@ def main(argv: list[str] | None = None) -> float:
 
 
 def _where(progress: dict[str, Any]) -> str:
-    """Where a run stopped and how to go on: the latest checkpoint on disk, not the last one named."""
     model: OffPolicyAlgorithm | None = progress.get("model")
-    if model is None:
-        return "before training started"
-    folder: RunFolder = progress["folder"]
-    found = folder.checkpoints()
-    if not found:
-        return (
-            f"at {model.num_timesteps} steps; no checkpoint was written (--save-freq N writes them), "
-            f"so start again with --output {progress['out']} --force"
-        )
-    return f"at {model.num_timesteps} steps; go on from step {int(found[-1].name)} with --resume {progress['out']}"
+    where = "before training started" if model is None else f"at {model.num_timesteps} steps"
+    return stopped_at(where, progress.get("folder"), "step")
 
 
 if __name__ == "__main__":

@@ -425,7 +425,8 @@ def test_ctrl_c_and_sigterm_say_where_to_resume_in_one_line(tmp_path: Path, sign
     done = _latest(out)
     (line,) = err.splitlines()
     match = re.fullmatch(
-        rf"train\.py: interrupted at (\d+) steps; go on from step {done} with --resume {out}", line
+        rf"train\.py: interrupted at (\d+) steps; go on from the checkpoint of step {done} with: python examples/train\.py --resume {out}",
+        line,
     )
     assert match and int(match.group(1)) >= done, line
     assert not list((out / "checkpoints").glob(".tmp-*")) and not list(out.glob(".*.tmp-*"))  # no half files
