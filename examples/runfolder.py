@@ -69,17 +69,20 @@ class Range:
         return not (self.high is not None and (value >= self.high if self.high_open else value > self.high))
 
 
+TYPES = {bool: "true or false", str: "a string", int: "an integer", dict: "an object", list: "a list"}
+
+
 def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Any], where: str) -> None:
-    """Raise :class:`RunError` naming the first value not accepted by ``ranges`` (a :class:`Range`, ``bool``,
-    ``str`` or a tuple of choices per key); ``where``: ``"option"`` or the file and entry."""
+    """Raise :class:`RunError` naming the first value not accepted by ``ranges`` (a :class:`Range`, a type of
+    :data:`TYPES` or a tuple of choices per key); ``where``: ``"option"`` or the file and entry."""
     for key, value in values.items():
         spec = ranges.get(key)
         if isinstance(spec, Range):
             ok, accepted = spec.accepts(value), spec.describe(key)
         elif isinstance(spec, tuple):
             ok, accepted = value in spec, " or ".join(spec)
-        elif spec in (bool, str):
-            ok, accepted = isinstance(value, spec), "true or false" if spec is bool else "a string"
+        elif isinstance(spec, type):  # bool, str, int, dict, list: a JSON value of that type
+            ok, accepted = isinstance(value, spec) and (spec is bool or type(value) is not bool), TYPES[spec]
         else:
             continue
         if not ok:

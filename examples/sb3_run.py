@@ -52,18 +52,13 @@ def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
 
 
 # ---------------------------------------------------------------------------------------- run.json
-# What run.json must hold, with the type of each value (checked before a folder is locked).
-RUN_KEYS: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("env", "algo"), (str,)),
-    **dict.fromkeys(("env_kwargs", "hyperparams", "her_overrides"), (dict,)),
-    **dict.fromkeys(("seed", "total_timesteps", "n_envs", "eval_freq", "eval_episodes"), (int,)),
-    "save_freq": (int, type(None)),
-    "commands": (list,),
-}
-JSON_TYPES = {str: "a string", int: "an integer", dict: "an object", list: "a list", type(None): "null"}
-RUN_RANGES = {
+# What run.json must hold, with the accepted values of each (checked before a folder is locked).
+RUN_KEYS: dict[str, Any] = {
+    **dict.fromkeys(("env", "algo"), str),
+    **dict.fromkeys(("env_kwargs", "hyperparams", "her_overrides"), dict),
     "seed": Range(int, 0, 2**32 - 1),  # NumPy's seeds
     **{k: Range(int, 1) for k in ("total_timesteps", "n_envs", "eval_freq", "eval_episodes", "save_freq")},
+    "commands": list,
 }
 
 
@@ -81,14 +76,11 @@ def read_run(run_dir: Path, option: str) -> dict[str, Any]:
             f"{option}: {path} does not describe a run of {SCRIPT} (missing keys {missing}); {fix}"
         )
     where = f"{option}: {path}, key"
-    for key, types in RUN_KEYS.items():
-        if not isinstance(run[key], types) or isinstance(run[key], bool):
-            raise not_accepted(where, key, run[key], " or ".join(JSON_TYPES[t] for t in types))
+    check_settings({k: run[k] for k in RUN_KEYS if k != "save_freq" or run[k] is not None}, RUN_KEYS, where)
     if run["env"] not in gym.registry:
         raise not_accepted(where, "env", run["env"], "a registered env id")
     if run["algo"] not in algorithms():
         raise not_accepted(where, "algo", run["algo"], f"one of {sorted(algorithms())}")
-    check_settings({k: run[k] for k in RUN_RANGES if run[k] is not None}, RUN_RANGES, where)
     check_her_settings(run["her_overrides"], f"{option}: {path}, her_overrides key")
     algo_class = algorithms()[run["algo"]]
     where = f"{option}: {path}, entry hyperparams, key"
