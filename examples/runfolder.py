@@ -8,6 +8,7 @@ import contextlib
 import csv
 import errno
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -125,9 +126,14 @@ def check_new_folder(path: Path, option: str) -> None:
         raise RunError(f"{option}: {path} cannot be written, as {ancestor} is not writable; {accepted}")
 
 
-def resumed_folder(recorded: Any, given: Path | None, option: str, resume: str, file: Path) -> Path | None:
-    """The folder beside a resumed run (``--tensorboard``) that it goes on writing in: ``recorded`` in its
-    settings ``file`` (None: none; one is then made in ``given``); ``given`` must be its parent or absent."""
+def tensorboard_folder(
+    recorded: Any, given: Path | None, option: str, resume: str = "", file: Path | None = None
+) -> Path | None:
+    """The folder beside a run (``--tensorboard``) that a resumed run goes on writing in: ``recorded`` in its
+    settings ``file`` (None: none; a new one is then made in ``given``, which must be its parent or absent);
+    checked (and that tensorboard is installed) before anything is written."""
+    if (recorded is not None or given is not None) and importlib.util.find_spec("tensorboard") is None:
+        raise RunError(f"{option}: needs the tensorboard package; pip install tensorboard")
     if recorded is None:
         if given is not None:
             check_new_folder(given, option)
@@ -152,13 +158,6 @@ def read_json(path: Path, option: str, script: str, fix: str) -> Any:
     except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
         first = (str(exc).strip().splitlines() or [""])[0][:300]
         raise RunError(f"{option}: {path} is not valid JSON ({type(exc).__name__}: {first}); {fix}") from None
-
-
-def needs_tensorboard(option: str) -> None:
-    import importlib.util
-
-    if importlib.util.find_spec("tensorboard") is None:
-        raise RunError(f"{option}: needs the tensorboard package; pip install tensorboard")
 
 
 def folder_path(text: str) -> Path:
@@ -758,8 +757,6 @@ class Run:
             raise RunError("--tensorboard: --evaluate writes nothing; accepted: --evaluate without --tensorboard")  # fmt: skip
         if args.evaluate is not None and (args.resume is None or self.size > 1):
             raise RunError("--evaluate: needs --resume RUN_DIR, in one process (not under torchrun)")
-        if args.tensorboard is not None:
-            needs_tensorboard("--tensorboard")
         if args.resume is not None:
             cfg = self.resumed(args, values, check)
             return (
@@ -783,8 +780,7 @@ class Run:
         check(cfg, self.size)
         self.path = args.output or output(cfg)
         RunFolder.check_new(self.path, args.force, self.outputs, self.script)
-        if args.tensorboard is not None:
-            check_new_folder(args.tensorboard, "--tensorboard")
+        tensorboard_folder(None, args.tensorboard, "--tensorboard")
         self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
         return cfg, args, False, args.tensorboard is not None
 
@@ -809,7 +805,9 @@ class Run:
             may = ", ".join("--" + k.replace("_", "-") for k in self.free)
             raise RunError(f"--resume: continues a run as configured; only {may} may change, got {changed}")
         if args.evaluate is None:
-            self.tensorboard = resumed_folder(recorded, args.tensorboard, "--tensorboard", "--resume", path)
+            self.tensorboard = tensorboard_folder(
+                recorded, args.tensorboard, "--tensorboard", "--resume", path
+            )
         cfg = self.config(**{**saved, **values})
         check(cfg, self.size)
         if args.evaluate is None:

@@ -39,14 +39,12 @@ from runfolder import (
     ArgumentParser,
     RunError,
     RunFolder,
-    check_new_folder,
     folder_path,
     integer,
-    needs_tensorboard,
-    resumed_folder,
     run_main,
     stopped_at,
     summary_writer,
+    tensorboard_folder,
 )
 from sb3_run import (
     OUTPUTS,
@@ -239,9 +237,7 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
     RunFolder.check_new(
         out, args.force, OUTPUTS, SCRIPT
     )  # a folder in use is refused before the model is built
-    if args.tensorboard is not None:
-        needs_tensorboard("argument --tensorboard")
-        check_new_folder(args.tensorboard, "argument --tensorboard")
+    tensorboard_folder(None, args.tensorboard, "argument --tensorboard")
     return {
         "env": env_id,
         "algo": algo,
@@ -277,10 +273,8 @@ def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
         )
     run = read_run(args.resume, "argument --resume")
     file, option = args.resume / "run.json", "argument --tensorboard"
-    recorded = resumed_folder(run.get("tensorboard"), args.tensorboard, option, "argument --resume", file)
+    recorded = tensorboard_folder(run.get("tensorboard"), args.tensorboard, option, "argument --resume", file)
     run["tensorboard"] = None if recorded is None else str(recorded)
-    if run["tensorboard"] is not None or args.tensorboard is not None:
-        needs_tensorboard("argument --tensorboard")
     RunFolder(args.resume, SCRIPT, OUTPUTS).lock(probe=True)  # a folder in use is refused before loading
     if args.save_freq is not None:
         run["save_freq"] = args.save_freq
