@@ -198,15 +198,15 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
     return text.getvalue()
 
 
-def curve_png(steps: list[float], success: list[float], xlabel: str, title: str) -> bytes:
-    """A success curve as a PNG file's bytes."""
+def curve_png(rows: list[dict[str, Any]], x: str, xlabel: str, title: str, per: int = 1) -> bytes:
+    """The success curve of eval.csv's ``rows`` (``success_rate`` against ``x`` / ``per``) as a PNG file's bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, success, marker="o", markersize=3)
+    ax.plot([r[x] / per for r in rows], [r["success_rate"] for r in rows], marker="o", markersize=3)
     ax.set(xlabel=xlabel, ylabel="success rate", ylim=(-0.02, 1.02), title=title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -952,12 +952,9 @@ class Run:
     def finish(self, title: str, gif: Callable[[], bytes]) -> None:
         """The success curve's plot and the GIF of the trained policy (worker 0)."""
         if self.folder is not None and self.rows:
-            steps, success = (
-                [r["env_steps"] / 1000 for r in self.rows],
-                [r["success_rate"] for r in self.rows],
-            )
             title += f", {self.size} workers" if self.size > 1 else ""
-            self.folder.write("success.png", curve_png(steps, success, "env steps (thousands)", title))
+            png = curve_png(self.rows, "env_steps", "env steps (thousands)", title, per=1000)
+            self.folder.write("success.png", png)
         if self.folder is not None and not self.args.no_gif:
             self.folder.write("policy.gif", gif())
 

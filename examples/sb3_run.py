@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 import runfolder
 import torch
-from runfolder import Checkpoint, Range, RunError, check_settings, csv_text, curve_png, write_atomic
+from runfolder import Checkpoint, Range, RunError, check_settings, csv_text, write_atomic
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
@@ -330,9 +330,3 @@ class _TensorBoard(TensorBoardOutputFormat):
 def tensorboard_logger(writer: Any) -> Logger:
     """stable-baselines3's scalars as TensorBoard events through ``writer``, in the run's own folder."""
     return Logger(writer.log_dir, [_TensorBoard(writer)])
-
-
-def plot_curve(rows: list[dict[str, float]], title: str) -> bytes:
-    """The success curve as a PNG file's bytes."""
-    steps = [r["timesteps"] for r in rows]
-    return curve_png(steps, [r["success_rate"] for r in rows], "environment steps", title)

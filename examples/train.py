@@ -39,6 +39,7 @@ from runfolder import (
     ArgumentParser,
     RunError,
     RunFolder,
+    curve_png,
     folder_path,
     integer,
     run_main,
@@ -56,7 +57,6 @@ from sb3_run import (
     checkpoint_files,
     load_checkpoint,
     model_bytes,
-    plot_curve,
     read_run,
     record,
     tensorboard_logger,
@@ -490,7 +490,7 @@ def _learn(
             callbacks[-1].on_training_end()  # closes the bar
         run.update(status="stopped", timesteps=model.num_timesteps)
         write_run(folder, run)
-        folder.write("success.png", plot_curve(eval_cb.rows, title))
+        folder.write("success.png", curve_png(eval_cb.rows, "timesteps", "environment steps", title))
         print(
             f"stopped at {model.num_timesteps} of {run['total_timesteps']} steps (checkpoint in "
             f"{out / run['checkpoint']}); go on with: {command_line(['--resume', str(out)])}"
@@ -513,7 +513,7 @@ def _learn(
         cpu_time_s=round(eval_cb.cpu(), 1),
     )
     write_run(folder, run)
-    folder.write("success.png", plot_curve(eval_cb.rows, title))
+    folder.write("success.png", curve_png(eval_cb.rows, "timesteps", "environment steps", title))
     renders = "rgb_array" in gym.make(run["env"], **run["env_kwargs"]).metadata.get("render_modes", [])
     if renders and not args.no_gif:
         folder.record("policy.gif")
