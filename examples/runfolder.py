@@ -147,6 +147,19 @@ def tensorboard_folder(
     return path
 
 
+def load_conf(path: Path, option: str) -> dict[str, Any]:
+    """The entries of a settings file: YAML, env id -> settings (as the RL Zoo's hyperparameter files)."""
+    if not path.is_file():
+        raise RunError(f"{option}: {path} is not a file; accepted: a YAML file of env ids -> settings")
+    try:
+        entries = yaml.safe_load(path.read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise RunError(f"{option}: cannot read {path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(entries, dict):
+        raise RunError(f"{option}: {path} is not a mapping of env ids to mappings of settings")
+    return entries
+
+
 def read_json(path: Path, option: str, script: str, fix: str) -> Any:
     """The JSON of a run's settings file ``path``; missing or not JSON: one line (``fix``: what to do)."""
     try:
@@ -766,11 +779,8 @@ class Run:
                 args.evaluate is None and (self.tensorboard or args.tensorboard) is not None,
             )
         path, env_id = args.conf_file or self.conf_file, values.get("env_id", self.config().env_id)
-        try:
-            entries = yaml.safe_load(path.read_text()) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise RunError(f"--conf-file: cannot read {path}: {str(exc).splitlines()[0]}") from None
-        if not isinstance(entries, dict) or not isinstance(entries.get(env_id) or {}, dict):
+        entries = load_conf(path, "--conf-file")
+        if not isinstance(entries.get(env_id) or {}, dict):
             raise RunError(f"--conf-file: {path} is not a mapping of env ids to mappings of settings")
         entry = {k: v for k, v in (entries.get(env_id) or {}).items() if k != "env_id"}
         if set(entry) - set(self.specs):

@@ -42,6 +42,7 @@ from runfolder import (
     curve_png,
     folder_path,
     integer,
+    load_conf,
     run_main,
     stopped_at,
     summary_writer,
@@ -66,7 +67,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
-from zoo_conf import check_hyperparams, describe_error, evaluate_entry, load_conf, not_accepted
+from zoo_conf import check_hyperparams, describe_error, evaluate_entry, not_accepted
 
 import goalenvs
 from her import HerReplayBuffer
@@ -207,7 +208,7 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
         conf_name = str(conf_file.resolve().relative_to(Path.cwd()))
     except ValueError:
         conf_name = str(conf_file)
-    entries = load_conf(conf_file)
+    entries = load_conf(conf_file, "argument --conf-file")
     entry = entries.get(env_id)
     if entry is not None and not isinstance(entry, dict):
         raise RunError(
