@@ -8,6 +8,7 @@ import contextlib
 import csv
 import errno
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -69,17 +70,20 @@ class Range:
         return not (self.high is not None and (value >= self.high if self.high_open else value > self.high))
 
 
+TYPES = {bool: "true or false", str: "a string", int: "an integer", dict: "an object", list: "a list"}
+
+
 def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Any], where: str) -> None:
-    """Raise :class:`RunError` naming the first value not accepted by ``ranges`` (a :class:`Range`, ``bool``,
-    ``str`` or a tuple of choices per key); ``where``: ``"option"`` or the file and entry."""
+    """Raise :class:`RunError` naming the first value not accepted by ``ranges`` (a :class:`Range`, a type of
+    :data:`TYPES` or a tuple of choices per key); ``where``: ``"option"`` or the file and entry."""
     for key, value in values.items():
         spec = ranges.get(key)
         if isinstance(spec, Range):
             ok, accepted = spec.accepts(value), spec.describe(key)
         elif isinstance(spec, tuple):
             ok, accepted = value in spec, " or ".join(spec)
-        elif spec in (bool, str):
-            ok, accepted = isinstance(value, spec), "true or false" if spec is bool else "a string"
+        elif isinstance(spec, type):  # bool, str, int, dict, list: a JSON value of that type
+            ok, accepted = isinstance(value, spec) and (spec is bool or type(value) is not bool), TYPES[spec]
         else:
             continue
         if not ok:
@@ -122,9 +126,14 @@ def check_new_folder(path: Path, option: str) -> None:
         raise RunError(f"{option}: {path} cannot be written, as {ancestor} is not writable; {accepted}")
 
 
-def resumed_folder(recorded: Any, given: Path | None, option: str, resume: str, file: Path) -> Path | None:
-    """The folder beside a resumed run (``--tensorboard``) that it goes on writing in: ``recorded`` in its
-    settings ``file`` (None: none; one is then made in ``given``); ``given`` must be its parent or absent."""
+def tensorboard_folder(
+    recorded: Any, given: Path | None, option: str, resume: str = "", file: Path | None = None
+) -> Path | None:
+    """The folder beside a run (``--tensorboard``) that a resumed run goes on writing in: ``recorded`` in its
+    settings ``file`` (None: none; a new one is then made in ``given``, which must be its parent or absent);
+    checked (and that tensorboard is installed) before anything is written."""
+    if (recorded is not None or given is not None) and importlib.util.find_spec("tensorboard") is None:
+        raise RunError(f"{option}: needs the tensorboard package; pip install tensorboard")
     if recorded is None:
         if given is not None:
             check_new_folder(given, option)
@@ -138,11 +147,30 @@ def resumed_folder(recorded: Any, given: Path | None, option: str, resume: str, 
     return path
 
 
-def needs_tensorboard(option: str) -> None:
-    import importlib.util
+def load_conf(path: Path, option: str) -> dict[str, Any]:
+    """The entries of a settings file: YAML, env id -> settings (as the RL Zoo's hyperparameter files)."""
+    if not path.is_file():
+        raise RunError(f"{option}: {path} is not a file; accepted: a YAML file of env ids -> settings")
+    try:
+        entries = yaml.safe_load(path.read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise RunError(f"{option}: cannot read {path}: {str(exc).splitlines()[0]}") from None
+    if not isinstance(entries, dict):
+        raise RunError(f"{option}: {path} is not a mapping of env ids to mappings of settings")
+    return entries
 
-    if importlib.util.find_spec("tensorboard") is None:
-        raise RunError(f"{option}: needs the tensorboard package; pip install tensorboard")
+
+def read_json(path: Path, option: str, script: str, fix: str) -> Any:
+    """The JSON of a run's settings file ``path``; missing or not JSON: one line (``fix``: what to do)."""
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise RunError(
+            f"{option}: {path.parent} has no {path.name}; accepted: an output folder of {script}"
+        ) from None
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
+        first = (str(exc).strip().splitlines() or [""])[0][:300]
+        raise RunError(f"{option}: {path} is not valid JSON ({type(exc).__name__}: {first}); {fix}") from None
 
 
 def folder_path(text: str) -> Path:
@@ -183,15 +211,15 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
     return text.getvalue()
 
 
-def curve_png(steps: list[float], success: list[float], xlabel: str, title: str) -> bytes:
-    """A success curve as a PNG file's bytes."""
+def curve_png(rows: list[dict[str, Any]], x: str, xlabel: str, title: str, per: int = 1) -> bytes:
+    """The success curve of eval.csv's ``rows`` (``success_rate`` against ``x`` / ``per``) as a PNG file's bytes."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot(steps, success, marker="o", markersize=3)
+    ax.plot([r[x] / per for r in rows], [r["success_rate"] for r in rows], marker="o", markersize=3)
     ax.set(xlabel=xlabel, ylabel="success rate", ylim=(-0.02, 1.02), title=title)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -201,16 +229,26 @@ def curve_png(steps: list[float], success: list[float], xlabel: str, title: str)
     return png.getvalue()
 
 
-def make_numbered_folder(parent: Path, name: str) -> Path:
-    """Make ``parent/<name>_<N>``, N one above the highest there (as stable-baselines3 numbers its runs)."""
-    parent.mkdir(parents=True, exist_ok=True)
-    numbered = re.compile(re.escape(name) + r"_(\d+)")
-    n = max((int(m.group(1)) for p in parent.iterdir() if (m := numbered.fullmatch(p.name))), default=0)
-    while True:
-        n += 1
-        with contextlib.suppress(FileExistsError):
-            (parent / f"{name}_{n}").mkdir()
-            return parent / f"{name}_{n}"
+def summary_writer(recorded: str | Path | None, given: Path | None, run: Path, purge_step: int | None) -> Any:
+    """A TensorBoard ``SummaryWriter`` in the run's folder for it: ``recorded`` (a resumed run's), else a new
+    ``given/<run's name>_<N>``, N one above the highest there, as stable-baselines3 numbers its runs (neither:
+    None). A resumed run goes on in its folder; ``purge_step`` hides what a stopped session wrote after the
+    checkpoint, so no step shows twice, and no file is removed."""
+    name = run.resolve().name
+    if recorded is None and given is not None:
+        given.mkdir(parents=True, exist_ok=True)
+        numbered = re.compile(re.escape(name) + r"_(\d+)")
+        n = max((int(m.group(1)) for p in given.iterdir() if (m := numbered.fullmatch(p.name))), default=0)
+        while recorded is None:
+            n += 1
+            with contextlib.suppress(FileExistsError):
+                (given / f"{name}_{n}").mkdir()
+                recorded = given / f"{name}_{n}"
+    if recorded is None:
+        return None
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(str(recorded), purge_step=purge_step)
 
 
 # ---------------------------------------------------------------------------------------- atomic writes
@@ -322,6 +360,18 @@ class Checkpoint:
             if not self.path.exists():  # read without the lock, and replaced by a newer one meanwhile
                 raise RunError(f"checkpoint {self.path} was replaced while being read; run the command again") from None  # fmt: skip
             raise self.unfit(name, f"{type(exc).__name__}: {exc}") from None
+
+
+def stopped_at(progress: str, folder: RunFolder | None, unit: str, launch: str = "python") -> str:
+    """Where a run stopped (``progress``: "at epoch 7"), and how to go on: from the latest whole checkpoint
+    on disk (of ``unit``: epoch, step)."""
+    latest = None
+    if folder is not None:
+        with contextlib.suppress(RunError, OSError):
+            latest = folder.latest_checkpoint(verify=False)
+    if folder is None or latest is None:
+        return f"{progress}; no checkpoint was written yet (--save-freq), so a rerun starts over with --force"
+    return f"{progress}; go on from the checkpoint of {unit} {latest.tag} with: {launch} examples/{folder.script} --resume {folder.path}"
 
 
 def is_checkpoint(path: Path) -> bool:
@@ -544,6 +594,23 @@ class RunFolder:
         root = self.path / CHECKPOINTS
         return sorted(p for p in root.iterdir() if p.name.isdigit() and p.is_dir()) if root.is_dir() else []
 
+    def resume_from(
+        self, option: str, how: str, file: Path, settings: Mapping[str, Any], key: str
+    ) -> Checkpoint:
+        """The latest whole checkpoint, to go on from: its ``meta[key]`` must hold ``settings`` (those of ``file``)."""
+        checkpoint = self.latest_checkpoint()
+        if checkpoint is None:
+            raise RunError(
+                f"{option}: {self.path} has no checkpoint yet ({how}); start it again with --output {self.path} --force"
+            )
+        kept = checkpoint.meta.get(key)
+        differ = sorted(k for k, v in settings.items() if not isinstance(kept, dict) or kept.get(k) != v)
+        if differ:
+            raise RunError(
+                f"{option}: {file} differs from its checkpoint's settings in {differ}; restore {file.name} or start again with --force"
+            )
+        return checkpoint
+
     def latest_checkpoint(self, verify: bool = True) -> Checkpoint | None:
         """The newest checkpoint, checked whole and of this run; None if none (damaged: :class:`RunError`)."""
         for _ in range(3):
@@ -703,8 +770,6 @@ class Run:
             raise RunError("--tensorboard: --evaluate writes nothing; accepted: --evaluate without --tensorboard")  # fmt: skip
         if args.evaluate is not None and (args.resume is None or self.size > 1):
             raise RunError("--evaluate: needs --resume RUN_DIR, in one process (not under torchrun)")
-        if args.tensorboard is not None:
-            needs_tensorboard("--tensorboard")
         if args.resume is not None:
             cfg = self.resumed(args, values, check)
             return (
@@ -714,11 +779,8 @@ class Run:
                 args.evaluate is None and (self.tensorboard or args.tensorboard) is not None,
             )
         path, env_id = args.conf_file or self.conf_file, values.get("env_id", self.config().env_id)
-        try:
-            entries = yaml.safe_load(path.read_text()) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise RunError(f"--conf-file: cannot read {path}: {str(exc).splitlines()[0]}") from None
-        if not isinstance(entries, dict) or not isinstance(entries.get(env_id) or {}, dict):
+        entries = load_conf(path, "--conf-file")
+        if not isinstance(entries.get(env_id) or {}, dict):
             raise RunError(f"--conf-file: {path} is not a mapping of env ids to mappings of settings")
         entry = {k: v for k, v in (entries.get(env_id) or {}).items() if k != "env_id"}
         if set(entry) - set(self.specs):
@@ -728,8 +790,7 @@ class Run:
         check(cfg, self.size)
         self.path = args.output or output(cfg)
         RunFolder.check_new(self.path, args.force, self.outputs, self.script)
-        if args.tensorboard is not None:
-            check_new_folder(args.tensorboard, "--tensorboard")
+        tensorboard_folder(None, args.tensorboard, "--tensorboard")
         self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
         return cfg, args, False, args.tensorboard is not None
 
@@ -743,12 +804,7 @@ class Run:
             raise RunError(f"{'--force' if args.force else '--conf-file'}: cannot be given with --resume (the run keeps its folder and settings)")  # fmt: skip
         path = out / "config.json"
         fix = "restore it (the checkpoint's manifest holds the run's settings) or start again with --force"
-        try:
-            saved = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise RunError(f"--resume: {out} holds no config.json of a run of {self.script}") from None
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
-            raise RunError(f"--resume: {path} is not valid JSON ({exc}); {fix}") from None
+        saved = read_json(path, "--resume", self.script, fix)
         recorded = saved.pop("tensorboard", None) if isinstance(saved, dict) else None
         if not isinstance(saved, dict) or set(saved) != set(self.specs):
             got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
@@ -759,27 +815,26 @@ class Run:
             may = ", ".join("--" + k.replace("_", "-") for k in self.free)
             raise RunError(f"--resume: continues a run as configured; only {may} may change, got {changed}")
         if args.evaluate is None:
-            self.tensorboard = resumed_folder(recorded, args.tensorboard, "--tensorboard", "--resume", path)
+            self.tensorboard = tensorboard_folder(
+                recorded, args.tensorboard, "--tensorboard", "--resume", path
+            )
         cfg = self.config(**{**saved, **values})
         check(cfg, self.size)
         if args.evaluate is None:
             self.folder = RunFolder.open(out, outputs=self.outputs, script=self.script)
-        cp = self.checkpoint = (
-            self.folder or RunFolder.read_only(out, self.script, self.outputs)
-        ).latest_checkpoint()
-        if cp is None:
-            raise RunError(f"--resume: {out} has no checkpoint yet (checkpoints need --save-freq >= 1); start it again with --output {out} --force")  # fmt: skip
-        workers, done, kept = cp.meta.get("world_size", 1), cp.meta.get("epoch"), cp.meta.get("config")
-        if type(done) is not int or type(workers) is not int or not isinstance(kept, dict):
-            raise cp.unfit(CHECKPOINT_MANIFEST, "its meta holds no config, epoch and world size")
+        folder = self.folder or RunFolder.read_only(out, self.script, self.outputs)
+        kept = {k: v for k, v in asdict(cfg).items() if k not in self.free}
+        cp = self.checkpoint = folder.resume_from(
+            "--resume", "checkpoints need --save-freq >= 1", path, kept, "config"
+        )
+        workers, done = cp.meta.get("world_size", 1), cp.meta.get("epoch")
+        if type(done) is not int or type(workers) is not int:
+            raise cp.unfit(CHECKPOINT_MANIFEST, "its meta holds no epoch and world size")
         if workers != self.size:
             launch = "python"
             if workers > 1:
                 launch = f"torchrun with {workers} workers in all, e.g. torchrun --nproc-per-node {workers}"
             raise RunError(f"--resume: {out} was trained by {workers} worker{'s' * (workers > 1)}, this launch has {self.size}; accepted: the same number ({launch} examples/{self.script}): the replay storage and envs are split between the workers")  # fmt: skip
-        differ = sorted(k for k, v in asdict(cfg).items() if k not in self.free and kept.get(k) != v)
-        if differ:
-            raise RunError(f"--resume: {path} differs from its checkpoint's settings in {differ}; restore config.json or start again with --force")  # fmt: skip
         if cfg.epochs < done:
             raise RunError(f"--epochs: {out} has already run {done} epochs; accepted: --epochs >= {done}")
         return cfg
@@ -845,13 +900,12 @@ class Run:
     # ------------------------------------------------------------------ the curve
     def begin(self) -> float:
         """Write config.json, commands.txt (and a resumed run's eval.csv), open TensorBoard, start the clocks."""
-        tensorboard = self.tensorboard
         if self.folder is not None:
-            if tensorboard is None and self.args.tensorboard is not None:
-                tensorboard = make_numbered_folder(self.args.tensorboard, self.path.resolve().name)
+            purge = self.rows[-1]["env_steps"] + 1 if self.resuming and self.rows else None
+            self.tb = summary_writer(self.tensorboard, self.args.tensorboard, self.path, purge)
             old = (self.path / "commands.txt").read_text() if (self.path / "commands.txt").is_file() else ""
             launcher = "python" if self.size == 1 else f"torchrun (world size {self.size})"
-            config = {**asdict(self.cfg), "tensorboard": None if tensorboard is None else str(tensorboard)}
+            config = {**asdict(self.cfg), "tensorboard": None if self.tb is None else self.tb.log_dir}
             self.folder.write("config.json", json.dumps(config, indent=2) + "\n")
             self.folder.write(
                 "commands.txt", f"{old}{launcher} examples/{self.script} {' '.join(sys.argv[1:])}\n"
@@ -861,13 +915,6 @@ class Run:
                 print(
                     f"resumed {self.path} at epoch {self.rows[-1]['epoch'] if self.rows else 0}", flush=True
                 )
-        if tensorboard is not None:
-            from torch.utils.tensorboard import SummaryWriter
-
-            # A resumed run goes on in its folder; TensorBoard hides what a stopped session wrote after the
-            # checkpoint (purge_step), so no step shows twice, and no file is removed.
-            purge = self.rows[-1]["env_steps"] + 1 if self.resuming and self.rows else None
-            self.tb = SummaryWriter(str(tensorboard), purge_step=purge)
         if self.size > 1:  # meet, so that the other workers' later start is not timed as worker 0's wait
             dist.barrier()
         self.started = (time.perf_counter(), time.process_time())
@@ -915,22 +962,13 @@ class Run:
     def finish(self, title: str, gif: Callable[[], bytes]) -> None:
         """The success curve's plot and the GIF of the trained policy (worker 0)."""
         if self.folder is not None and self.rows:
-            steps, success = (
-                [r["env_steps"] / 1000 for r in self.rows],
-                [r["success_rate"] for r in self.rows],
-            )
             title += f", {self.size} workers" if self.size > 1 else ""
-            self.folder.write("success.png", curve_png(steps, success, "env steps (thousands)", title))
+            png = curve_png(self.rows, "env_steps", "env steps (thousands)", title, per=1000)
+            self.folder.write("success.png", png)
         if self.folder is not None and not self.args.no_gif:
             self.folder.write("policy.gif", gif())
 
     def where(self) -> str:
-        """Where the run stopped, and how to go on: from the latest whole checkpoint on disk."""
-        latest = None
-        if self.folder is not None:
-            with contextlib.suppress(RunError, OSError):
-                latest = self.folder.latest_checkpoint(verify=False)
-        if latest is None:
-            return f"{self.progress()}; no checkpoint was written yet (--save-freq), so a rerun starts over with --force"
-        launch = "python" if self.size == 1 else "torchrun ..."
-        return f"{self.progress()}; go on from the checkpoint of epoch {latest.tag} with: {launch} examples/{self.script} --resume {self.path}"  # fmt: skip
+        return stopped_at(
+            self.progress(), self.folder, "epoch", "python" if self.size == 1 else "torchrun ..."
+        )

@@ -13,7 +13,6 @@ the run starts), an Ornstein-Uhlenbeck noise (reset by every ``learn``) and the 
 from __future__ import annotations
 
 import io
-import json
 import pickle
 import random
 import time
@@ -24,15 +23,16 @@ from typing import Any
 import cloudpickle
 import gymnasium as gym
 import numpy as np
+import runfolder
 import torch
-from runfolder import Checkpoint, Range, RunError, check_settings, csv_text, curve_png, write_atomic
+from runfolder import Checkpoint, Range, RunError, check_settings, csv_text, write_atomic
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
-from zoo_conf import check_her_settings, check_hyperparams, describe_error, not_accepted
+from zoo_conf import check_her_settings, check_hyperparams, not_accepted
 
 SCRIPT = "train.py"
 # What a run writes at the top of its folder (besides checkpoints/): --force removes these, if a run wrote them.
@@ -52,18 +52,13 @@ def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
 
 
 # ---------------------------------------------------------------------------------------- run.json
-# What run.json must hold, with the type of each value (checked before a folder is locked).
-RUN_KEYS: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("env", "algo"), (str,)),
-    **dict.fromkeys(("env_kwargs", "hyperparams", "her_overrides"), (dict,)),
-    **dict.fromkeys(("seed", "total_timesteps", "n_envs", "eval_freq", "eval_episodes"), (int,)),
-    "save_freq": (int, type(None)),
-    "commands": (list,),
-}
-JSON_TYPES = {str: "a string", int: "an integer", dict: "an object", list: "a list", type(None): "null"}
-RUN_RANGES = {
+# What run.json must hold, with the accepted values of each (checked before a folder is locked).
+RUN_KEYS: dict[str, Any] = {
+    **dict.fromkeys(("env", "algo"), str),
+    **dict.fromkeys(("env_kwargs", "hyperparams", "her_overrides"), dict),
     "seed": Range(int, 0, 2**32 - 1),  # NumPy's seeds
     **{k: Range(int, 1) for k in ("total_timesteps", "n_envs", "eval_freq", "eval_episodes", "save_freq")},
+    "commands": list,
 }
 
 
@@ -74,26 +69,18 @@ def read_run(run_dir: Path, option: str) -> dict[str, Any]:
         what = "does not exist" if not run_dir.exists() else "is not a folder"
         raise RunError(f"{option}: {run_dir} {what}; {ACCEPTED_RUN}")
     fix = "restore it from a copy (each checkpoint's MANIFEST.json holds the run's settings) or start again with --force"
-    try:
-        run = json.loads(path.read_bytes())
-    except FileNotFoundError:
-        raise RunError(f"{option}: {run_dir} has no run.json; {ACCEPTED_RUN}") from None
-    except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
-        raise RunError(f"{option}: {path} is not valid JSON ({describe_error(exc)}); {fix}") from None
+    run = runfolder.read_json(path, option, SCRIPT, fix)
     if not isinstance(run, dict) or any(key not in run for key in RUN_KEYS):
         missing = sorted(set(RUN_KEYS) - set(run)) if isinstance(run, dict) else sorted(RUN_KEYS)
         raise RunError(
             f"{option}: {path} does not describe a run of {SCRIPT} (missing keys {missing}); {fix}"
         )
     where = f"{option}: {path}, key"
-    for key, types in RUN_KEYS.items():
-        if not isinstance(run[key], types) or isinstance(run[key], bool):
-            raise not_accepted(where, key, run[key], " or ".join(JSON_TYPES[t] for t in types))
+    check_settings({k: run[k] for k in RUN_KEYS if k != "save_freq" or run[k] is not None}, RUN_KEYS, where)
     if run["env"] not in gym.registry:
         raise not_accepted(where, "env", run["env"], "a registered env id")
     if run["algo"] not in algorithms():
         raise not_accepted(where, "algo", run["algo"], f"one of {sorted(algorithms())}")
-    check_settings({k: run[k] for k in RUN_RANGES if run[k] is not None}, RUN_RANGES, where)
     check_her_settings(run["her_overrides"], f"{option}: {path}, her_overrides key")
     algo_class = algorithms()[run["algo"]]
     where = f"{option}: {path}, entry hyperparams, key"
@@ -334,22 +321,12 @@ def record(
 
 
 class _TensorBoard(TensorBoardOutputFormat):
-    """stable-baselines3's TensorBoard output, its ``SummaryWriter`` opened with ``purge_step``."""
+    """stable-baselines3's TensorBoard output, writing with ``writer`` (runfolder's ``summary_writer``)."""
 
-    def __init__(self, folder: Path, purge_step: int | None) -> None:  # no super(): it opens a writer
-        from torch.utils.tensorboard import SummaryWriter
-
-        self.writer = SummaryWriter(log_dir=str(folder), purge_step=purge_step)
-        self._is_closed = False
+    def __init__(self, writer: Any) -> None:  # no super(): it opens a writer
+        self.writer, self._is_closed = writer, False
 
 
-def tensorboard_logger(folder: Path, purge_step: int | None) -> Logger:
-    """stable-baselines3's scalars as TensorBoard events in the run's own ``folder`` (kept in run.json); a
-    resumed run goes on there, ``purge_step`` hiding what a stopped session wrote after the checkpoint."""
-    return Logger(str(folder), [_TensorBoard(folder, purge_step)])
-
-
-def plot_curve(rows: list[dict[str, float]], title: str) -> bytes:
-    """The success curve as a PNG file's bytes."""
-    steps = [r["timesteps"] for r in rows]
-    return curve_png(steps, [r["success_rate"] for r in rows], "environment steps", title)
+def tensorboard_logger(writer: Any) -> Logger:
+    """stable-baselines3's scalars as TensorBoard events through ``writer``, in the run's own folder."""
+    return Logger(writer.log_dir, [_TensorBoard(writer)])

@@ -39,13 +39,14 @@ from runfolder import (
     ArgumentParser,
     RunError,
     RunFolder,
-    check_new_folder,
+    curve_png,
     folder_path,
     integer,
-    make_numbered_folder,
-    needs_tensorboard,
-    resumed_folder,
+    load_conf,
     run_main,
+    stopped_at,
+    summary_writer,
+    tensorboard_folder,
 )
 from sb3_run import (
     OUTPUTS,
@@ -57,7 +58,6 @@ from sb3_run import (
     checkpoint_files,
     load_checkpoint,
     model_bytes,
-    plot_curve,
     read_run,
     record,
     tensorboard_logger,
@@ -67,7 +67,7 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
-from zoo_conf import check_hyperparams, describe_error, evaluate_entry, load_conf, not_accepted
+from zoo_conf import check_hyperparams, describe_error, evaluate_entry, not_accepted
 
 import goalenvs
 from her import HerReplayBuffer
@@ -208,7 +208,7 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
         conf_name = str(conf_file.resolve().relative_to(Path.cwd()))
     except ValueError:
         conf_name = str(conf_file)
-    entries = load_conf(conf_file)
+    entries = load_conf(conf_file, "argument --conf-file")
     entry = entries.get(env_id)
     if entry is not None and not isinstance(entry, dict):
         raise RunError(
@@ -238,9 +238,7 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
     RunFolder.check_new(
         out, args.force, OUTPUTS, SCRIPT
     )  # a folder in use is refused before the model is built
-    if args.tensorboard is not None:
-        needs_tensorboard("argument --tensorboard")
-        check_new_folder(args.tensorboard, "argument --tensorboard")
+    tensorboard_folder(None, args.tensorboard, "argument --tensorboard")
     return {
         "env": env_id,
         "algo": algo,
@@ -276,10 +274,8 @@ def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
         )
     run = read_run(args.resume, "argument --resume")
     file, option = args.resume / "run.json", "argument --tensorboard"
-    recorded = resumed_folder(run.get("tensorboard"), args.tensorboard, option, "argument --resume", file)
+    recorded = tensorboard_folder(run.get("tensorboard"), args.tensorboard, option, "argument --resume", file)
     run["tensorboard"] = None if recorded is None else str(recorded)
-    if run["tensorboard"] is not None or args.tensorboard is not None:
-        needs_tensorboard("argument --tensorboard")
     RunFolder(args.resume, SCRIPT, OUTPUTS).lock(probe=True)  # a folder in use is refused before loading
     if args.save_freq is not None:
         run["save_freq"] = args.save_freq
@@ -364,20 +360,8 @@ def open_resumed(
     out = Path(run["output"])
     folder = RunFolder.open(out, outputs=OUTPUTS, script=SCRIPT)
     try:
-        checkpoint = folder.latest_checkpoint()
-        if checkpoint is None:
-            raise RunError(
-                f"argument --resume: {out} has no checkpoint (checkpoints are written with --save-freq N "
-                f"or --stop-at N); start it again with --output {out} --force"
-            )
-        saved = checkpoint.meta.get("settings")
-        mine = settings(run)
-        changed = sorted(k for k in RUN_SETTINGS if not isinstance(saved, dict) or saved.get(k) != mine[k])
-        if changed:
-            raise RunError(
-                f"argument --resume: {out / 'run.json'} differs from its checkpoint's settings in "
-                f"{changed}; restore run.json or start again with --force"
-            )
+        how = "checkpoints are written with --save-freq N or --stop-at N"
+        checkpoint = folder.resume_from("argument --resume", how, out / "run.json", settings(run), "settings")
         done = checkpoint.tag
         total = args.timesteps or run["total_timesteps"]
         if total <= done:
@@ -418,7 +402,7 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
         folder, model, state = open_resumed(run, args, device)
     else:
         (folder, model), state = create(run, args, device), None
-    progress.update(folder=folder, model=model, out=folder.path)
+    progress.update(folder=folder, model=model)
     with folder:
         logger = open_tensorboard(run, args, model, state is not None)
         try:
@@ -433,13 +417,14 @@ def open_tensorboard(
 ) -> Logger | None:
     """With ``--tensorboard`` (or a resumed run that had it): the model's logger writing to the run's
     TensorBoard folder (made in DIR, recorded in ``run``, unless the run has one)."""
-    if run["tensorboard"] is None and args.tensorboard is not None:
-        run["tensorboard"] = str(make_numbered_folder(args.tensorboard, Path(run["output"]).resolve().name))
-    if run["tensorboard"] is None:
+    purge = model.num_timesteps + 1 if resumed else None
+    writer = summary_writer(run["tensorboard"], args.tensorboard, Path(run["output"]), purge)
+    if writer is None:
         return None
-    folder = Path(run["tensorboard"])
-    model.tensorboard_log = str(folder.parent)  # stable-baselines3's own option, kept in the model
-    logger = tensorboard_logger(folder, model.num_timesteps + 1 if resumed else None)
+    run["tensorboard"] = writer.log_dir
+    # stable-baselines3's own option, kept in the model
+    model.tensorboard_log = str(Path(writer.log_dir).parent)
+    logger = tensorboard_logger(writer)
     model.set_logger(logger)
     return logger
 
@@ -506,7 +491,7 @@ def _learn(
             callbacks[-1].on_training_end()  # closes the bar
         run.update(status="stopped", timesteps=model.num_timesteps)
         write_run(folder, run)
-        folder.write("success.png", plot_curve(eval_cb.rows, title))
+        folder.write("success.png", curve_png(eval_cb.rows, "timesteps", "environment steps", title))
         print(
             f"stopped at {model.num_timesteps} of {run['total_timesteps']} steps (checkpoint in "
             f"{out / run['checkpoint']}); go on with: {command_line(['--resume', str(out)])}"
@@ -529,7 +514,7 @@ def _learn(
         cpu_time_s=round(eval_cb.cpu(), 1),
     )
     write_run(folder, run)
-    folder.write("success.png", plot_curve(eval_cb.rows, title))
+    folder.write("success.png", curve_png(eval_cb.rows, "timesteps", "environment steps", title))
     renders = "rgb_array" in gym.make(run["env"], **run["env_kwargs"]).metadata.get("render_modes", [])
     if renders and not args.no_gif:
         folder.record("policy.gif")
@@ -549,18 +534,9 @@ def main(argv: list[str] | None = None) -> float:
 
 
 def _where(progress: dict[str, Any]) -> str:
-    """Where a run stopped and how to go on: the latest checkpoint on disk, not the last one named."""
     model: OffPolicyAlgorithm | None = progress.get("model")
-    if model is None:
-        return "before training started"
-    folder: RunFolder = progress["folder"]
-    found = folder.checkpoints()
-    if not found:
-        return (
-            f"at {model.num_timesteps} steps; no checkpoint was written (--save-freq N writes them), "
-            f"so start again with --output {progress['out']} --force"
-        )
-    return f"at {model.num_timesteps} steps; go on from step {int(found[-1].name)} with --resume {progress['out']}"
+    where = "before training started" if model is None else f"at {model.num_timesteps} steps"
+    return stopped_at(where, progress.get("folder"), "step")
 
 
 if __name__ == "__main__":

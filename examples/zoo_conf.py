@@ -10,10 +10,8 @@ from __future__ import annotations
 import ast
 import inspect
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-import yaml
 from runfolder import Range, RunError, check_settings  # examples/runfolder.py
 from stable_baselines3.common.utils import LinearSchedule
 from torch import nn
@@ -21,22 +19,6 @@ from torch import nn
 from her import HerReplayBuffer
 
 STRATEGIES = ("future", "final", "episode")
-
-
-def load_conf(conf_file: Path) -> dict[str, Any]:
-    """The entries of an RL-Zoo-style hyperparameter file (env id -> settings)."""
-    if not conf_file.is_file():
-        raise RunError(
-            f"argument --conf-file: {conf_file} is not a file; accepted: an RL-Zoo-style .yml file"
-        )
-    try:
-        entries = yaml.safe_load(conf_file.read_text()) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0]
-        raise RunError(f"argument --conf-file: {conf_file} is not valid YAML: {first}") from None
-    if not isinstance(entries, dict):
-        raise RunError(f"argument --conf-file: {conf_file} is not a mapping of env ids to hyperparameters")
-    return entries
 
 
 # The keys whose value may be a Python-valued string. The RL Zoo ``eval``s them; here they are parsed

@@ -324,8 +324,8 @@ def test_a_crash_mid_checkpoint_keeps_the_previous_one(
     assert exited.value.code == 1
     (line,) = capsys.readouterr().err.splitlines()
     assert line == (
-        f"train.py: error: No space left on device ({calls[1]}); stopped at 1000 steps; go on from step 500 "
-        f"with --resume {crashed}"
+        f"train.py: error: No space left on device ({calls[1]}); stopped at 1000 steps; go on from the "
+        f"checkpoint of step 500 with: python examples/train.py --resume {crashed}"
     )
     run = json.loads((crashed / "run.json").read_text())
     assert run["checkpoint"] == "checkpoints/000000000500" and run["status"] == "running"

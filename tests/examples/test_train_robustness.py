@@ -327,7 +327,7 @@ RUN_JSON_CASES = {
     "not-an-object": (lambda text: "[1, 2]", "does not describe a run of train.py (missing keys ['algo', 'commands', 'env', 'env_kwargs', 'eval_episodes', 'eval_freq', 'her_overrides', 'hyperparams', 'n_envs', 'save_freq', 'seed', 'total_timesteps']); " + RUN_JSON_FIX),
     "missing-key": (_set("seed", None), "does not describe a run of train.py (missing keys ['seed']); " + RUN_JSON_FIX),
     "seed-negative": (_set("seed", -1), ", key seed: -1 is not accepted; accepted: an integer, 0 <= seed <= 4294967295"),
-    "seed-text": (_set("seed", "0"), ", key seed: '0' is not accepted; accepted: an integer"),
+    "seed-text": (_set("seed", "0"), ", key seed: '0' is not accepted; accepted: an integer, 0 <= seed <= 4294967295"),
     "n-envs-zero": (_set("n_envs", 0), ", key n_envs: 0 is not accepted; accepted: an integer, 1 <= n_envs"),
     "gamma-5": (_set("hyperparams.gamma", 5), ", entry hyperparams, key gamma: 5 is not accepted; accepted: a finite number, 0.0 <= gamma <= 1.0"),
     "env-unknown": (_set("env", "goalenvs/Nope-v0"), ", key env: 'goalenvs/Nope-v0' is not accepted; accepted: a registered env id"),
@@ -425,7 +425,8 @@ def test_ctrl_c_and_sigterm_say_where_to_resume_in_one_line(tmp_path: Path, sign
     done = _latest(out)
     (line,) = err.splitlines()
     match = re.fullmatch(
-        rf"train\.py: interrupted at (\d+) steps; go on from step {done} with --resume {out}", line
+        rf"train\.py: interrupted at (\d+) steps; go on from the checkpoint of step {done} with: python examples/train\.py --resume {out}",
+        line,
     )
     assert match and int(match.group(1)) >= done, line
     assert not list((out / "checkpoints").glob(".tmp-*")) and not list(out.glob(".*.tmp-*"))  # no half files
