@@ -294,6 +294,12 @@ class HerStorage:
         self._begin = np.zeros(n, np.int64)
         self._outgrown = np.zeros(n, np.int64)
         self._pending = {key: np.zeros((n, *s), d) for key, (s, d) in self.obs_specs.items()}
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """What every add would otherwise rebuild (add runs on every env step of a training run): the
+        arrays a step writes, in :meth:`_store`'s order."""
+        self._targets = [self._data[name] for name in self._row_names]
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -302,7 +308,8 @@ class HerStorage:
     def __getstate__(self) -> dict[str, Any]:
         # Only the rows written so far: a storage pickled early in a run is as small as its contents.
         state = self.__dict__.copy()
-        del state["_lock"]
+        for name in ("_lock", "_targets"):  # made again by __setstate__
+            state.pop(name, None)
         written = (self.steps_per_env if self.full else self.pos) * self.n_envs
         state["_data"] = {name: array[:written] for name, array in self._data.items()}
         if not self.pickle_functions:
@@ -319,6 +326,7 @@ class HerStorage:
             self._data[name] = np.zeros((size, *array.shape[1:]), array.dtype)
             self._data[name][: len(array)] = array
         self._data["episode"][len(stored["episode"]) :] = -1
+        self._prepare()
 
     # ------------------------------------------------------------------ reading
     @property
@@ -542,17 +550,19 @@ class HerStorage:
                 self._check_finite(arrays, labels, specs, m, done)
             if m is not None:  # a block: (steps * envs, ...), time-major, as steps are
                 arrays = [a.reshape(m * n, *a.shape[2:]) for a in arrays]
-            columns, next_obs = dict(zip(self._row_names, arrays[: k + 4], strict=True)), arrays[k + 4 :]
+            targets, values, next_obs = self._targets, arrays[: k + 4], arrays[k + 4 :]
             if self.info_keys or self.copy_info_dict:
-                columns.update(self._kept_infos(infos, m))
+                kept = self._kept_infos(infos, m)
+                targets, values = [*targets, *map(self._data.__getitem__, kept)], [*values, *kept.values()]
             m, T = m or 1, self.steps_per_env
             for start in range(0, m * n, T * n):  # chunks of T steps at most: a chunk writes each row once
                 if m > T:
                     chunk = slice(start, start + T * n)
-                    self._write({name: a[chunk] for name, a in columns.items()}, [a[chunk] for a in next_obs],
-                                None if done is None else done[chunk])  # fmt: skip
+                    ended = None if done is None else done[chunk]
+                    chunks = [a[chunk] for a in values], [a[chunk] for a in next_obs]
+                    self._write(min(T, m - start // n), targets, *chunks, ended)
                 else:
-                    self._write(columns, next_obs, done)
+                    self._write(m, targets, values, next_obs, done)
         finally:
             self._lock.release()
 
@@ -619,24 +629,23 @@ class HerStorage:
         return out
 
     def _write(
-        self, columns: dict[str, np.ndarray], next_obs: list[np.ndarray], ended: np.ndarray | None
+        self, m: int, targets: list[np.ndarray], values: list[Any], next_obs: list[Any], ended: Any
     ) -> None:
-        """Write ``m <= T`` checked steps from row ``pos`` on: ``columns`` the values of per-row arrays
-        by name, ``next_obs`` the next observations, ``ended`` the episode ends (None: none), each of
-        ``m * n_envs`` entries (time-major)."""
+        """Write ``m <= T`` checked steps from row ``pos`` on: ``values`` into the per-row arrays
+        ``targets``, ``next_obs`` the next observations, ``ended`` the episode ends (None: none), each
+        of ``m * n_envs`` entries (time-major)."""
         T, n, p = self.steps_per_env, self.n_envs, self.pos
-        m = len(columns["reward"]) // n
         if self.full or p + m > T:  # rows written before are overwritten: their episodes leave
             self._drop_overwritten(p, m)
         head = min(m, T - p) * n  # the entries up to the ring's end, then the rest from row 0
-        for name, value in columns.items():
-            array = self._data[name]
+        rows = slice(p * n, p * n + head)
+        for array, value in zip(targets, values, strict=True):
             if head == m * n:
-                array[p * n : p * n + head] = value
+                array[rows] = value
             else:
-                array[p * n : p * n + head], array[: m * n - head] = value[:head], value[head:]
-        # Copies: the caller may change its arrays.
-        self._pending = {key: v[-n:].copy() for key, v in zip(self.obs_specs, next_obs, strict=True)}
+                array[rows], array[: m * n - head] = value[:head], value[head:]
+        for pending, value in zip(self._pending.values(), next_obs, strict=True):
+            pending[...] = value[-n:]  # a copy: the caller may change its arrays
         first_step = self._steps
         self._steps += m
         self.full = self.full or p + m >= T
