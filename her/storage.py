@@ -583,7 +583,6 @@ class HerStorage:
 
         Next observations are stored only where an episode ends: only there must they be finite.
         """
-        k, n, env_axis, text = len(self.obs_specs), self.n_envs, int(m is not None), "n_envs={}"
         # One sum of all the float values: finite only if each is (or a false alarm from an overflow of
         # huge ones, which the exact test of each array then lets pass). add runs on every env step of
         # a training run: a step's few values are summed in Python (tolist), a third of the cost of a
@@ -596,8 +595,9 @@ class HerStorage:
         )
         if not math.isfinite(abs(total)):
             for i in self._float_fields:
-                checked(arrays[i], *specs[i], labels[i], text, True, env_axis=env_axis)
+                checked(arrays[i], *specs[i], labels[i], "n_envs={}", True, env_axis=int(m is not None))
         if done is not None:  # (the episode ends of the step or block, flat)
+            k, n = len(self.obs_specs), self.n_envs
             for label, value in zip(labels[k + 4 :], arrays[k + 4 :], strict=True):
                 ended = value.reshape(len(done), -1)[done]
                 if ended.dtype.kind in "fc" and not np.isfinite(ended).all():
@@ -645,7 +645,7 @@ class HerStorage:
             else:
                 array[rows], array[: m * n - head] = value[:head], value[head:]
         for pending, value in zip(self._pending.values(), next_obs, strict=True):
-            pending[...] = value[-n:]  # a copy: the caller may change its arrays
+            pending[...] = value if m == 1 else value[-n:]  # a copy: the caller may change its arrays
         first_step = self._steps
         self._steps += m
         self.full = self.full or p + m >= T
