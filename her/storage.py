@@ -673,7 +673,12 @@ class HerStorage:
         Rows are overwritten oldest first, so those are the oldest episodes of their env's window.
         """
         T, n = self.steps_per_env, self.n_envs
-        for env in np.flatnonzero((self._window_len > 0) & ((self._window_start - p) % T < m)).tolist():
+        if n <= 32:  # once the ring is full, on every env step: in Python, a tenth of the numpy calls
+            starts, lengths = self._window_start.tolist(), self._window_len.tolist()
+            envs = [env for env in range(n) if lengths[env] > 0 and (starts[env] - p) % T < m]
+        else:
+            envs = np.flatnonzero((self._window_len > 0) & ((self._window_start - p) % T < m)).tolist()
+        for env in envs:
             start, left = int(self._window_start[env]), int(self._window_len[env])
             while left > 0 and (start - p) % T < m:
                 length = int(self._ep_length[self._data["episode"][start * n + env] % len(self._ep_length)])
