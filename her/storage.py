@@ -547,7 +547,7 @@ class HerStorage:
             if m is None:  # a step's (n_envs,) flags: tolist, a third of a numpy call, on every env step
                 ends = any(terminated.tolist()) or any(truncated.tolist())
             else:
-                ends = np.count_nonzero(terminated) or np.count_nonzero(truncated)
+                ends = bool(np.count_nonzero(terminated) or np.count_nonzero(truncated))
             done = (terminated | truncated).reshape(-1) if ends else None
             if self.check_finite:
                 self._check_finite(arrays, labels, specs, m, done)
