@@ -298,8 +298,9 @@ class HerStorage:
 
     def _prepare(self) -> None:
         """What every add would otherwise rebuild (add runs on every env step of a training run): the
-        arrays a step writes, in :meth:`_store`'s order."""
+        arrays a step writes, in :meth:`_store`'s order, and a getter of the observations' values."""
         self._targets = [self._data[name] for name in self._row_names]
+        self._obs_values = operator.itemgetter(*self.obs_specs)  # a tuple: there are two goals at least
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -308,7 +309,7 @@ class HerStorage:
     def __getstate__(self) -> dict[str, Any]:
         # Only the rows written so far: a storage pickled early in a run is as small as its contents.
         state = self.__dict__.copy()
-        for name in ("_lock", "_targets"):  # made again by __setstate__
+        for name in ("_lock", "_targets", "_obs_values"):  # made again by __setstate__
             state.pop(name, None)
         written = (self.steps_per_env if self.full else self.pos) * self.n_envs
         state["_data"] = {name: array[:written] for name, array in self._data.items()}
@@ -517,16 +518,9 @@ class HerStorage:
         """Check, then write, one step (``m`` None) or a block of ``m`` steps."""
         self._enter("add" if m is None else "extend")
         try:
-            n, k, keys = self.n_envs, len(self.obs_specs), self.obs_specs.keys()
+            n, k, values_of = self.n_envs, len(self.obs_specs), self._obs_values
             try:  # both dicts of the space's keys (as many, each there)
-                arrays = [
-                    *map(obs.__getitem__, keys),
-                    actions,
-                    rewards,
-                    term,
-                    trunc,
-                    *map(nxt.__getitem__, keys),
-                ]
+                arrays = [*values_of(obs), actions, rewards, term, trunc, *values_of(nxt)]
                 usual = type(obs) is dict and type(nxt) is dict and len(obs) == len(nxt) == k
             except (KeyError, IndexError, TypeError, AttributeError, ValueError):
                 usual = False
