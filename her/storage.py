@@ -293,6 +293,13 @@ class HerStorage:
         self._begin = np.zeros(n, np.int64)
         self._outgrown = np.zeros(n, np.int64)
         self._pending = {key: np.zeros((n, *s), d) for key, (s, d) in self.obs_specs.items()}
+        self._prepare()
+
+    def _prepare(self) -> None:
+        """What every add would otherwise rebuild (add runs on every env step of a training run): the
+        arrays a step writes, in :meth:`_store`'s order, and a getter of the observations' values."""
+        self._targets = [self._data[name] for name in self._row_names]
+        self._obs_values = operator.itemgetter(*self.obs_specs)  # a tuple: there are two goals at least
 
     def reset(self) -> None:
         """Forget every stored transition (keeps the generator's state)."""
@@ -301,7 +308,8 @@ class HerStorage:
     def __getstate__(self) -> dict[str, Any]:
         # Only the rows written so far: a storage pickled early in a run is as small as its contents.
         state = self.__dict__.copy()
-        del state["_lock"]
+        for name in ("_lock", "_targets", "_obs_values"):  # made again by __setstate__
+            state.pop(name, None)
         written = (self.steps_per_env if self.full else self.pos) * self.n_envs
         state["_data"] = {name: array[:written] for name, array in self._data.items()}
         if not self.pickle_functions:
@@ -318,6 +326,7 @@ class HerStorage:
             self._data[name] = np.zeros((size, *array.shape[1:]), array.dtype)
             self._data[name][: len(array)] = array
         self._data["episode"][len(stored["episode"]) :] = -1
+        self._prepare()
 
     # ------------------------------------------------------------------ reading
     @property
@@ -483,7 +492,7 @@ class HerStorage:
     def _enter(self, method: str) -> None:
         # One thread at a time (a non-blocking lock, as goalenvs' envs): two threads writing one
         # storage would interleave their steps' rows and episode bookkeeping.
-        if not self._lock.acquire(blocking=False):
+        if not self._lock.acquire(False):  # (not blocking; positional: a keyword costs 0.1 us per add)
             raise ConcurrentUseError(
                 f"HerStorage.{method} called from a second thread while another thread is using the storage; "
                 "one HerStorage is not thread-safe: give each thread its own, or a lock around its calls"
@@ -508,16 +517,9 @@ class HerStorage:
         """Check, then write, one step (``m`` None) or a block of ``m`` steps."""
         self._enter("add" if m is None else "extend")
         try:
-            n, k, keys = self.n_envs, len(self.obs_specs), self.obs_specs.keys()
+            n, k, values_of = self.n_envs, len(self.obs_specs), self._obs_values
             try:  # both dicts of the space's keys (as many, each there)
-                arrays = [
-                    *map(obs.__getitem__, keys),
-                    actions,
-                    rewards,
-                    term,
-                    trunc,
-                    *map(nxt.__getitem__, keys),
-                ]
+                arrays = [*values_of(obs), actions, rewards, term, trunc, *values_of(nxt)]
                 usual = type(obs) is dict and type(nxt) is dict and len(obs) == len(nxt) == k
             except (KeyError, IndexError, TypeError, AttributeError, ValueError):
                 usual = False
@@ -535,23 +537,28 @@ class HerStorage:
             if not usual:
                 arrays = self._checked(arrays, labels, specs, m)
             terminated, truncated = arrays[k + 2], arrays[k + 3]
-            ends = np.count_nonzero(terminated) or np.count_nonzero(truncated)
+            if m is None:  # a step's (n_envs,) flags: tolist, a third of a numpy call, on every env step
+                ends = any(terminated.tolist()) or any(truncated.tolist())
+            else:
+                ends = bool(np.count_nonzero(terminated) or np.count_nonzero(truncated))
             done = (terminated | truncated).reshape(-1) if ends else None
             if self.check_finite:
                 self._check_finite(arrays, labels, specs, m, done)
             if m is not None:  # a block: (steps * envs, ...), time-major, as steps are
                 arrays = [a.reshape(m * n, *a.shape[2:]) for a in arrays]
-            columns, next_obs = dict(zip(self._row_names, arrays[: k + 4], strict=True)), arrays[k + 4 :]
+            targets, values, next_obs = self._targets, arrays[: k + 4], arrays[k + 4 :]
             if self.info_keys or self.copy_info_dict:
-                columns.update(self._kept_infos(infos, m))
+                kept = self._kept_infos(infos, m)
+                targets, values = [*targets, *map(self._data.__getitem__, kept)], [*values, *kept.values()]
             m, T = m or 1, self.steps_per_env
             for start in range(0, m * n, T * n):  # chunks of T steps at most: a chunk writes each row once
                 if m > T:
                     chunk = slice(start, start + T * n)
-                    self._write({name: a[chunk] for name, a in columns.items()}, [a[chunk] for a in next_obs],
-                                None if done is None else done[chunk])  # fmt: skip
+                    ended = None if done is None else done[chunk]
+                    chunks = [a[chunk] for a in values], [a[chunk] for a in next_obs]
+                    self._write(min(T, m - start // n), targets, *chunks, ended)
                 else:
-                    self._write(columns, next_obs, done)
+                    self._write(m, targets, values, next_obs, done)
         finally:
             self._lock.release()
 
@@ -572,7 +579,6 @@ class HerStorage:
 
         Next observations are stored only where an episode ends: only there must they be finite.
         """
-        k, n, env_axis, text = len(self.obs_specs), self.n_envs, int(m is not None), "n_envs={}"
         # One sum of all the float values: finite only if each is (or a false alarm from an overflow of
         # huge ones, which the exact test of each array then lets pass). add runs on every env step of
         # a training run: a step's few values are summed in Python (tolist), a third of the cost of a
@@ -585,8 +591,9 @@ class HerStorage:
         )
         if not math.isfinite(abs(total)):
             for i in self._float_fields:
-                checked(arrays[i], *specs[i], labels[i], text, True, env_axis=env_axis)
+                checked(arrays[i], *specs[i], labels[i], "n_envs={}", True, env_axis=int(m is not None))
         if done is not None:  # (the episode ends of the step or block, flat)
+            k, n = len(self.obs_specs), self.n_envs
             for label, value in zip(labels[k + 4 :], arrays[k + 4 :], strict=True):
                 ended = value.reshape(len(done), -1)[done]
                 if ended.dtype.kind in "fc" and not np.isfinite(ended).all():
@@ -618,24 +625,23 @@ class HerStorage:
         return out
 
     def _write(
-        self, columns: dict[str, np.ndarray], next_obs: list[np.ndarray], ended: np.ndarray | None
+        self, m: int, targets: list[np.ndarray], values: list[Any], next_obs: list[Any], ended: Any
     ) -> None:
-        """Write ``m <= T`` checked steps from row ``pos`` on: ``columns`` the values of per-row arrays
-        by name, ``next_obs`` the next observations, ``ended`` the episode ends (None: none), each of
-        ``m * n_envs`` entries (time-major)."""
+        """Write ``m <= T`` checked steps from row ``pos`` on: ``values`` into the per-row arrays
+        ``targets``, ``next_obs`` the next observations, ``ended`` the episode ends (None: none), each
+        of ``m * n_envs`` entries (time-major)."""
         T, n, p = self.steps_per_env, self.n_envs, self.pos
-        m = len(columns["reward"]) // n
         if self.full or p + m > T:  # rows written before are overwritten: their episodes leave
             self._drop_overwritten(p, m)
         head = min(m, T - p) * n  # the entries up to the ring's end, then the rest from row 0
-        for name, value in columns.items():
-            array = self._data[name]
+        rows = slice(p * n, p * n + head)
+        for array, value in zip(targets, values, strict=True):
             if head == m * n:
-                array[p * n : p * n + head] = value
+                array[rows] = value
             else:
-                array[p * n : p * n + head], array[: m * n - head] = value[:head], value[head:]
-        # Copies: the caller may change its arrays.
-        self._pending = {key: v[-n:].copy() for key, v in zip(self.obs_specs, next_obs, strict=True)}
+                array[rows], array[: m * n - head] = value[:head], value[head:]
+        for pending, value in zip(self._pending.values(), next_obs, strict=True):
+            pending[...] = value if m == 1 else value[-n:]  # a copy: the caller may change its arrays
         first_step = self._steps
         self._steps += m
         self.full = self.full or p + m >= T
@@ -660,7 +666,12 @@ class HerStorage:
         Rows are overwritten oldest first, so those are the oldest episodes of their env's window.
         """
         T, n = self.steps_per_env, self.n_envs
-        for env in np.flatnonzero((self._window_len > 0) & ((self._window_start - p) % T < m)).tolist():
+        if n <= 32:  # once the ring is full, on every env step: in Python, a tenth of the numpy calls
+            starts, lengths = self._window_start.tolist(), self._window_len.tolist()
+            envs = [env for env in range(n) if lengths[env] > 0 and (starts[env] - p) % T < m]
+        else:
+            envs = np.flatnonzero((self._window_len > 0) & ((self._window_start - p) % T < m)).tolist()
+        for env in envs:
             start, left = int(self._window_start[env]), int(self._window_len[env])
             while left > 0 and (start - p) % T < m:
                 length = int(self._ep_length[self._data["episode"][start * n + env] % len(self._ep_length)])
