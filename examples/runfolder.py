@@ -665,6 +665,15 @@ class Timers:
             self.inner[-1] += spent
 
 
+def orphaned() -> bool:
+    """Whether this process's launcher is gone: reparented to PID 1, which is no torchrun (in some
+    containers torchrun itself is PID 1). False where /proc cannot tell (or a subreaper adopted it)."""
+    try:
+        return os.getppid() == 1 and b"torch" not in Path("/proc/1/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 class Run:
     """A run on each torchrun worker (alone without torchrun): settings (``config``'s fields: options, keys of
     ``conf_file`` and of config.json; ``free``: what a resume may change), folder, curve, TensorBoard, and
@@ -700,6 +709,8 @@ class Run:
 
             with contextlib.suppress(OSError, AttributeError):  # Linux: stop when torchrun is killed
                 ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+            if orphaned():  # torchrun was killed before that call (while this worker imported torch)
+                raise SystemExit(1)
             # NCCL sums what lives on a GPU (--device cuda's gradients), gloo what lives on the CPU.
             backend = "cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo"
             dist.init_process_group(backend, timeout=timedelta(seconds=300))

@@ -312,6 +312,28 @@ def test_a_launcher_killed_with_sigkill_takes_its_workers_with_it(tmp_path) -> N
     assert f"resumed {out} at epoch {done}" in resumed.stdout
 
 
+def test_a_worker_whose_launcher_died_before_it_started_stops(tmp_path) -> None:
+    """torchrun killed while its workers still import torch: they asked for the parent-death signal too
+    late, so each checks that it has a launcher left (else it waited forever for its peers)."""
+    ranks = {"RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2", "TORCHELASTIC_RESTART_COUNT": "0"}
+    env = dict(os.environ, **ranks, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    pid_file = tmp_path / "pid"
+    command = f"{sys.executable} {SCRIPT} {' '.join(TINY)} --output {tmp_path / 'run'} & echo $! > {pid_file}"
+    subprocess.run(["bash", "-c", command], env=env, check=True)  # bash ends: the worker is an orphan
+    pid = int(pid_file.read_text())
+    start = time.monotonic()
+    while _alive(pid) and time.monotonic() - start < 60:
+        status = Path(f"/proc/{pid}/status")
+        if status.exists() and "PPid:\t1\n" not in status.read_text():
+            os.kill(pid, signal.SIGKILL)
+            pytest.skip("a subreaper adopted the orphan (not PID 1): orphaned() cannot tell here")
+        time.sleep(0.2)
+    alive = _alive(pid)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "the orphaned worker was still running after 60 s"
+
+
 def test_a_diverged_run_of_two_workers_says_so_once(tmp_path) -> None:
     """Both workers hold the same NaN weights and see them at the same step: worker 0 says it, once."""
     argv = [*TINY, "--epochs", "3", "--n-batches", "20", "--lr-actor", "1e30", "--lr-critic", "1e30"]
