@@ -69,19 +69,14 @@ def _keys_read(
     return read
 
 
-def check_reward_info_keys(ctx: Context) -> Verdict:
-    """``compute_reward`` reads no info key beyond the env's ``reward_info_keys``."""
+def _probe_keys_read(ctx: Context) -> tuple[Any, Any, Any, list[Any], Any, list[str]]:
+    """``compute_reward`` on the probe's goals and step infos: ``(fn, ag, dg, infos, rewards, the info
+    keys it reads)``; Skip where the infos are no dicts or the function raises or is not pure."""
     fn = ctx.fn("compute_reward")
     probe = ctx.probe()
     ag, dg, infos = probe["ag"], probe["mixed"], probe["infos"]
     if not infos or not all(isinstance(info, Mapping) for info in infos):
         raise Skip("the step infos are not dicts")
-    found = _declared(ctx)
-    declared: Any = found[0] if found else ()
-    where = f"{found[1]}.{ATTRIBUTE}" if found else ATTRIBUTE
-    if isinstance(declared, str) or not all(isinstance(k, str) for k in np.atleast_1d(declared).tolist()):
-        return "fail", f'{where} is {declared!r}; it must be a tuple of info keys (str), e.g. ("crashed",).'
-    declared = tuple(declared)
     with QuietGoalFunctions():
         try:
             want = call(fn, ag, dg, list(infos))
@@ -89,7 +84,19 @@ def check_reward_info_keys(ctx: Context) -> Verdict:
             raise Skip(f"compute_reward raised on the step infos ({type(err).__name__})") from None
         if not rewards_close(call(fn, ag, dg, list(infos)), want):
             raise Skip("compute_reward gives other rewards on a second call (compute_reward_pure says why)")
-        read = _keys_read(fn, ag, dg, list(infos), want)
+        return fn, ag, dg, infos, want, _keys_read(fn, ag, dg, list(infos), want)
+
+
+def check_reward_info_keys(ctx: Context) -> Verdict:
+    """``compute_reward`` reads no info key beyond the env's ``reward_info_keys``."""
+    fn, ag, dg, infos, want, read = _probe_keys_read(ctx)
+    found = _declared(ctx)
+    declared: Any = found[0] if found else ()
+    where = f"{found[1]}.{ATTRIBUTE}" if found else ATTRIBUTE
+    if isinstance(declared, str) or not all(isinstance(k, str) for k in np.atleast_1d(declared).tolist()):
+        return "fail", f'{where} is {declared!r}; it must be a tuple of info keys (str), e.g. ("crashed",).'
+    declared = tuple(declared)
+    with QuietGoalFunctions():
         kept = [{k: info[k] for k in declared if k in info} for info in infos]
         try:
             same_on_declared = rewards_close(call(fn, ag, dg, kept), want)
@@ -147,19 +154,7 @@ def _goal_derived(values: np.ndarray, distance: np.ndarray) -> str | None:
 def check_reward_reads_goal_info(ctx: Context) -> Verdict:
     """``compute_reward`` reads no info entry that step computed from the desired goal (is_success, a
     distance): relabelling would keep the original goal's value."""
-    fn = ctx.fn("compute_reward")
-    probe = ctx.probe()
-    ag, dg, infos = probe["ag"], probe["mixed"], probe["infos"]
-    if not infos or not all(isinstance(info, Mapping) for info in infos):
-        raise Skip("the step infos are not dicts")
-    with QuietGoalFunctions():
-        try:
-            want = call(fn, ag, dg, list(infos))
-        except Exception as err:
-            raise Skip(f"compute_reward raised on the step infos ({type(err).__name__})") from None
-        if not rewards_close(call(fn, ag, dg, list(infos)), want):
-            raise Skip("compute_reward gives other rewards on a second call (compute_reward_pure says why)")
-        read = _keys_read(fn, ag, dg, list(infos), want)
+    read = _probe_keys_read(ctx)[-1]
     transitions = [tr for tr in ctx.transitions if isinstance(tr.info, Mapping)]
     if not read or not transitions:
         return "pass", "compute_reward reads no info entry, so none that depends on the desired goal."
