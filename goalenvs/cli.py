@@ -428,6 +428,17 @@ def _how_it_ended(status: int) -> tuple[str, bool]:
     return f"exit status {code} (os._exit or C exit() in the env)", False
 
 
+def _die_with(parent: int) -> None:
+    """Linux: this child is killed when ``parent`` dies (``kill -9`` of ``goalenvs check``, which cannot
+    pass it on: the child has a process group of its own); if ``parent`` died already, end now."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:
+        os._exit(EXIT_FAILED)
+
+
 def _check_in_child(args: argparse.Namespace) -> int:
     """Run :func:`_check` in a forked child, in a process group of its own, and wait for it.
 
@@ -441,12 +452,14 @@ def _check_in_child(args: argparse.Namespace) -> int:
         with contextlib.suppress(Exception):
             stream.flush()
     read_fd, write_fd = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: check, tell the parent the status, and never return into the caller
         code = EXIT_FAILED
         try:
             os.close(read_fd)
             os.setpgid(0, 0)
+            _die_with(parent)
             progress = _Progress(write_fd)
             code = _check(args, progress)
             progress.send(f"done {code}")

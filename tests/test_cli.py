@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -484,6 +485,32 @@ def test_processes_the_env_leaves_running_are_ended() -> None:
         "goalenvs check: note: the env left processes running after the checks (started while checking "
         "it); they were killed.\n"
     )
+
+
+@LINUX_ONLY
+def test_goalenvs_check_killed_with_sigkill_takes_its_checking_child_with_it() -> None:
+    """The checks run in a child with a process group of its own, which a SIGKILL of the command cannot
+    reach by itself: the child dies with its parent instead of checking on, unseen."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "goalenvs", "check", f"{ENVS_MODULE}:CheckerHangingStep-v0", "--timeout", "60"],
+        cwd=ROOT, start_new_session=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while len(_session_processes(proc.pid)) < 2:  # the command and its child
+            assert time.monotonic() < deadline, "the checking child never started"
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while _session_processes(proc.pid):
+            assert time.monotonic() < deadline, _session_processes(proc.pid)
+            time.sleep(0.05)
+    finally:
+        if _session_processes(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.kill()
 
 
 def _mujoco_version() -> tuple[int, ...]:
