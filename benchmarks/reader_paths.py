@@ -45,7 +45,12 @@ def _step(k: int, root: Path) -> dict[Key, int]:
     env = gym.make("goalenvs/FetchPush-v0")
     env.reset(seed=0)
     action = env.action_space.sample()
-    return _calls(lambda: [env.step(action) for _ in range(k)] and None)
+
+    def steps() -> None:
+        for _ in range(k):
+            env.step(action)
+
+    return _calls(steps)
 
 
 def _sample(k: int, root: Path) -> dict[Key, int]:
@@ -63,7 +68,12 @@ def _sample(k: int, root: Path) -> dict[Key, int]:
         next_obs, reward, done, infos = venv.step(action)
         buffer.add(obs, next_obs, action, reward, done, infos)  # type: ignore[arg-type]
         obs = next_obs
-    return _calls(lambda: [buffer.sample(256) for _ in range(k)] and None)
+
+    def samples() -> None:
+        for _ in range(k):
+            buffer.sample(256)
+
+    return _calls(samples)
 
 
 def _cycle(k: int, root: Path) -> dict[Key, int]:
