@@ -16,12 +16,16 @@ import pytest
 pytest.importorskip("rl_zoo3")
 pytest.importorskip("optuna")  # rl_zoo3.train imports it
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _zoo(tmp_path: Path, algo: str, env_id: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m rl_zoo3.train`` in an empty folder: what the installed packages bring, not the clone."""
+    """``python -m rl_zoo3.train`` in an empty folder: no file of the clone, only importable modules (this
+    tree's, on PYTHONPATH, so that an install of another tree is not what is tested)."""
     command = [sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id]
     command += ["--gym-packages", "goalenvs", "--num-threads", "1", "--seed", "0", *args]
     env = dict(os.environ, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
 
 
