@@ -3,7 +3,7 @@
     python -m benchmarks.compare_her_bitflip [--n-bits 15] [--timesteps 10000] [--seeds 0 1 2] [--jobs 2]
 
 A learning comparison, not a speed row: it trains for minutes, so ``python -m benchmarks`` does not
-run it. Both runs of a seed use the settings of ``examples/hyperparams/dqn.yml`` (``DQN_SETTINGS``;
+run it. Both runs of a seed use the settings of ``goalenvs.zoo.dqn`` (``DQN_SETTINGS``;
 tests/test_benchmarks.py checks that they agree), the same env seed and the same model seed; only
 ``replay_buffer_class`` differs. The relabelling statistics are the same (tests/her/test_her_sb3.py
 checks it), so the success rates should agree up to seed noise. Prints the success rate (greedy, 200
@@ -28,7 +28,7 @@ import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
 from benchmarks.common import ArgumentParser, at_least
 from her import HerReplayBuffer
 
-# examples/hyperparams/dqn.yml's goalenvs/BitFlip-v0 entry, as DQN's keyword arguments (its n_bits
+# goalenvs.zoo.dqn's goalenvs/BitFlip-v0 entry, as DQN's keyword arguments (its n_bits
 # and n_timesteps are this script's defaults; policy and replay_buffer_class are set below).
 DQN_SETTINGS: dict[str, Any] = {
     "learning_rate": LinearSchedule(2e-3, 0.0, 1.0),  # the RL Zoo's lin_2e-3: down to 0 at the last step

@@ -2,7 +2,7 @@
 
     python -m benchmarks.profile_sb3_fetch [--steps 3000] [--eval-freq 20000] [--eval-episodes 50] [--threads 1]
 
-The model of ``examples/hyperparams/tqc_cpu.yml`` (TQC, our HER buffer, VecNormalize of the
+The model of ``goalenvs.zoo.tqc_cpu`` (TQC, our HER buffer, VecNormalize of the
 observations; ``TQC_SETTINGS``, which tests/test_benchmarks.py checks against the file) fills
 ``learning_starts`` steps, then trains ``--steps`` more with timers around the env step, the action
 choice, the buffer's ``add`` and ``sample`` and the updates; evaluation (10 greedy episodes) is charged
@@ -26,7 +26,7 @@ from her import HerReplayBuffer
 
 ENV_ID = "goalenvs/FetchPush-v0"
 N_ENVS = 4
-# examples/hyperparams/tqc_cpu.yml's goalenvs/FetchPush-v0 entry, as TQC's keyword arguments.
+# goalenvs.zoo.tqc_cpu's goalenvs/FetchPush-v0 entry, as TQC's keyword arguments.
 TQC_SETTINGS: dict[str, Any] = {
     "buffer_size": 1_000_000,
     "batch_size": 256,

@@ -6,7 +6,7 @@
     python examples/train.py --env goalenvs/FetchPush-v0 --save-freq 50000   # checkpoints; after a crash:
     python examples/train.py --resume runs/FetchPush-v0_tqc_s0                # goes on from the last one
 
-Hyperparameters come from ``examples/hyperparams/<algo>.yml`` (the RL Zoo's layout, so the same files
+Hyperparameters come from ``goalenvs.zoo.<algo>`` (the RL Zoo's ``--conf-file``, so the same settings
 run under ``python -m rl_zoo3.train``; checked by ``zoo_conf.py``); options override them. ``--output``
 (default ``runs/<env>_<algo>_s<seed>``) gets ``model.zip``, ``run.json``, ``eval.csv`` and its plot
 ``success.png`` (the deterministic policy's success), ``vecnormalize.pkl`` and ``policy.gif`` where
@@ -42,7 +42,6 @@ from runfolder import (
     curve_png,
     folder_path,
     integer,
-    load_conf,
     run_main,
     stopped_at,
     summary_writer,
@@ -67,12 +66,11 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
-from zoo_conf import check_hyperparams, describe_error, evaluate_entry, not_accepted
+from zoo_conf import check_hyperparams, describe_error, evaluate_entry, load_hyperparams, not_accepted
 
 import goalenvs
 from her import HerReplayBuffer
 
-HERE = Path(__file__).resolve().parent
 DEFAULT_ENV = "goalenvs/BitFlip-v0"
 DEFAULT_ALGO = {"goalenvs/BitFlip-v0": "dqn"}
 # Options that define a run: --resume takes them from run.json and refuses them on the command line.
@@ -129,7 +127,7 @@ def build_parser() -> ArgumentParser:
     add("--threads", type=integer(1), help="torch intra-op threads (default 1)")
     add("--eval-freq", type=integer(1), help="env steps between evaluations (default: timesteps/10)")
     add("--eval-episodes", type=integer(1), help="episodes per evaluation (default 100)")
-    add("--conf-file", type=Path, help="default examples/hyperparams/<algo>.yml")
+    add("--conf-file", help="module or .py/.yml file, as the RL Zoo's (default goalenvs.zoo.<algo>)")
     add("--save-freq", type=integer(1), help="checkpoint every N env steps (and at the end)")
     add("--stop-at", type=integer(1), help="checkpoint and stop after N env steps (resume later)")
     add("--resume", type=Path, metavar="RUN_DIR", help="continue the run in RUN_DIR from its checkpoint")
@@ -203,12 +201,7 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
         raise RunError(
             f"argument --algo: {algo!r} is not available here (choices {sorted(algorithms())}; tqc needs sb3-contrib)"
         )
-    conf_file = args.conf_file or HERE / "hyperparams" / f"{algo}.yml"
-    try:
-        conf_name = str(conf_file.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        conf_name = str(conf_file)
-    entries = load_conf(conf_file, "argument --conf-file")
+    conf_name, entries = load_hyperparams(args.conf_file or f"goalenvs.zoo.{algo}", "argument --conf-file")
     entry = entries.get(env_id)
     if entry is not None and not isinstance(entry, dict):
         raise RunError(

@@ -1,83 +1,78 @@
-"""The RL Zoo's hyperparameter files for ``examples/train.py``: read, checked key by key, parsed.
+"""The hyperparameters of ``examples/train.py``: read as the RL Zoo's ``--conf-file``, checked key by key.
 
-Every key is checked before a run writes anything: a number against its range, a word or list against
-what the algorithm takes, a Python-valued string by parsing it (no ``eval``: only the forms of
-:data:`PYTHON_FORMS`); a mistake is one :class:`RunError` line naming the file, the entry and the key.
+A ``--conf-file`` is what the RL Zoo takes: a module holding ``hyperparams`` (``goalenvs.zoo.<algo>``,
+the default), a ``.py`` file defining it, or a YAML file; each maps env ids to the RL Zoo's keys. Every
+key is checked before a run writes anything: a number against its range, a word, list or mapping
+against what the algorithm takes; a mistake is one :class:`RunError` line naming the file, the entry
+and the key. Values are plain Python values: the strings the RL Zoo ``eval``s (``"dict(...)"``) are
+not evaluated here, but refused in one line (only ``replay_buffer_class`` names our buffer by a string).
 """
 
 from __future__ import annotations
 
-import ast
+import copy
+import importlib
 import inspect
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from runfolder import Range, RunError, check_settings  # examples/runfolder.py
+from runfolder import Range, RunError, check_settings, load_conf  # examples/runfolder.py
 from stable_baselines3.common.utils import LinearSchedule
-from torch import nn
 
+from goalenvs.zoo import HER_BUFFER
 from her import HerReplayBuffer
 
 STRATEGIES = ("future", "final", "episode")
-
-
-# The keys whose value may be a Python-valued string. The RL Zoo ``eval``s them; here they are parsed
-# (:func:`parse_value`), which accepts only the forms its files use, listed in PYTHON_FORMS.
-_PYTHON_VALUED = ("policy_kwargs", "replay_buffer_kwargs", "replay_buffer_class", "normalize")
-PYTHON_FORMS = (
-    "a number, a string, True, False, None, a list, or dict(key=value, ...) of them, where a value may "
-    'also be nn.<torch.nn module>, e.g. "dict(net_arch=[64, 64], activation_fn=nn.ReLU)"'
+CONF_ACCEPTED = (
+    "a module holding `hyperparams` (e.g. goalenvs.zoo.tqc), or a .py or .yml file of env ids -> settings"
 )
 HER_BUFFER_ACCEPTED = "her.HerReplayBuffer (this script always trains with it)"
-_HER_BUFFER_FORMS = ("HerReplayBuffer", "her.HerReplayBuffer", "__import__('her').HerReplayBuffer")
+_HER_BUFFER_FORMS = ("HerReplayBuffer", "her.HerReplayBuffer", HER_BUFFER)
+_MAPPINGS = {  # keys whose value is a mapping (the RL Zoo also evals a string; this script does not)
+    "policy_kwargs": "a mapping, e.g. {'net_arch': [64, 64]} (a value such as nn.ReLU: in a .py file or module)",
+    "replay_buffer_kwargs": "a mapping, e.g. {'n_sampled_goal': 4}",
+    "env_kwargs": "a mapping of the env's arguments",
+}
 
 
-def parse_value(text: str) -> Any:
-    """A Python-valued string of :data:`PYTHON_FORMS` (or ``HerReplayBuffer`` as the RL Zoo writes it),
-    parsed without ``eval``; ``ValueError`` or ``SyntaxError`` for anything else."""
-    if " ".join(text.split()) in _HER_BUFFER_FORMS:
-        return HerReplayBuffer
-    return _parse_node(ast.parse(text.strip(), filename="<string>", mode="eval").body)
-
-
-def _parse_node(node: ast.expr) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool, type(None))):
-        return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        number: Any = getattr(node.operand, "value", None)  # a Constant's
-        if type(number) in (int, float):
-            return -number
-    if isinstance(node, (ast.List, ast.Tuple)):
-        items = [_parse_node(item) for item in node.elts]
-        return items if isinstance(node, ast.List) else tuple(items)
-    if isinstance(node, ast.Dict):
-        keys = [k for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-        if len(keys) == len(node.keys):
-            return {k.value: _parse_node(v) for k, v in zip(keys, node.values, strict=True)}
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "dict"
-        and not node.args
-        and all(k.arg is not None for k in node.keywords)
-    ):
-        return {k.arg: _parse_node(k.value) for k in node.keywords}
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "nn":
-        module = getattr(nn, node.attr, None)
-        if isinstance(module, type) and issubclass(module, nn.Module):
-            return module
-    raise ValueError(f"{ast.unparse(node)!r} is none of these forms")
+def load_hyperparams(conf: str, option: str) -> tuple[str, dict[str, Any]]:
+    """``(name, entries)`` of a ``--conf-file`` as the RL Zoo reads it; the entries are a copy (the RL Zoo
+    and stable-baselines3 change the dicts they are given)."""
+    name, namespace = conf, dict[str, Any]()
+    if conf.endswith((".yml", ".yaml", ".py")):
+        path = Path(conf)
+        try:
+            name = str(path.resolve().relative_to(Path.cwd()))
+        except ValueError:
+            pass
+        if not path.is_file():
+            raise RunError(f"{option}: {conf} is not a file; accepted: {CONF_ACCEPTED}")
+        if path.suffix != ".py":
+            return name, load_conf(path, option)
+    try:
+        if conf.endswith(".py"):  # run, as the RL Zoo does
+            exec(compile(Path(conf).read_bytes(), conf, "exec"), namespace)
+        else:
+            namespace = vars(importlib.import_module(conf))
+    except Exception as exc:  # whatever the file or module raises
+        raise RunError(
+            f"{option}: cannot load {name} ({describe_error(exc)}); accepted: {CONF_ACCEPTED}"
+        ) from None
+    entries = namespace.get("hyperparams")
+    if not isinstance(entries, dict):
+        raise RunError(
+            f"{option}: {name} holds no `hyperparams` mapping of env ids to settings; accepted: {CONF_ACCEPTED}"
+        )
+    return name, copy.deepcopy(entries)
 
 
 def evaluate_entry(entry: dict[str, Any]) -> dict[str, Any]:
-    """A hyperparameter entry with its Python-valued strings parsed (checked by :func:`check_hyperparams`)."""
+    """A checked hyperparameter entry (:func:`check_hyperparams`) with the RL Zoo's ``"lin_<value>"``
+    learning rate as the schedule it names (from <value> down to 0 at the last step)."""
     params = dict(entry)
-    for key in _PYTHON_VALUED:
-        if isinstance(params.get(key), str):
-            params[key] = parse_value(params[key])
-    for key in ("learning_rate",):  # the RL Zoo's "lin_<value>": from <value> down to 0 at the last step
-        if isinstance(params.get(key), str) and params[key].startswith("lin_"):
-            params[key] = LinearSchedule(float(params[key][4:]), 0.0, 1.0)
+    if isinstance(params.get("learning_rate"), str):
+        params["learning_rate"] = LinearSchedule(float(params["learning_rate"][4:]), 0.0, 1.0)
     return params
 
 
@@ -156,8 +151,6 @@ def _check_strings(params: Mapping[str, Any], where: str) -> None:
             raise not_accepted(where, key, params[key], "true or false")
     if "policy" in params and not isinstance(params["policy"], str):
         raise not_accepted(where, "policy", params["policy"], "a policy name such as 'MultiInputPolicy'")
-    if not isinstance(params.get("env_kwargs", {}) or {}, dict):
-        raise not_accepted(where, "env_kwargs", params["env_kwargs"], "a mapping of the env's arguments")
 
 
 def check_her_settings(values: Mapping[str, Any], where: str) -> None:
@@ -190,24 +183,20 @@ def check_hyperparams(entry: Mapping[str, Any], algo: str, algo_class: type, whe
          and not (k == "train_freq" and isinstance(v, (list, tuple)))},
         HYPERPARAM_RANGES, where,
     )  # fmt: skip
-    for key in _PYTHON_VALUED:  # parsed now, so that a mistake in one is one line before any write
-        if key not in params:
-            continue
-        if isinstance(params[key], str):
-            try:
-                value = parse_value(params[key])
-            except (SyntaxError, ValueError) as exc:
-                forms = f"{PYTHON_FORMS} ({describe_error(exc)})"
-                forms = HER_BUFFER_ACCEPTED if key == "replay_buffer_class" else forms
-                raise not_accepted(where, key, params[key], forms) from None
-        else:
-            value = params[key]
-        if key in ("policy_kwargs", "replay_buffer_kwargs") and not isinstance(value, (dict, type(None))):
-            raise not_accepted(where, key, params[key], 'a mapping, e.g. "dict(n_sampled_goal=4)"')
-        if key == "replay_buffer_kwargs" and value:
-            check_her_settings(value, f"{where.removesuffix(', key')}, replay_buffer_kwargs key")
-        if key == "replay_buffer_class" and value not in (None, HerReplayBuffer):
-            raise not_accepted(where, key, params[key], HER_BUFFER_ACCEPTED)
-        if key == "normalize" and not isinstance(value, (bool, dict)):
-            raise not_accepted(where, key, params[key], "true, false or the arguments of VecNormalize")  # fmt: skip
+    for key, form in _MAPPINGS.items():
+        if params.get(key) is not None and not isinstance(params[key], dict):
+            raise not_accepted(where, key, params[key], form)
+    if params.get("replay_buffer_kwargs"):
+        check_her_settings(
+            params["replay_buffer_kwargs"], f"{where.removesuffix(', key')}, replay_buffer_kwargs key"
+        )
+    buffer = params.get("replay_buffer_class")
+    if buffer not in (None, HerReplayBuffer, *_HER_BUFFER_FORMS):
+        raise not_accepted(where, "replay_buffer_class", buffer, HER_BUFFER_ACCEPTED)
+    if buffer is HerReplayBuffer:  # a .py file's class: run.json keeps its name
+        params["replay_buffer_class"] = "her.HerReplayBuffer"
+    if "normalize" in params and not isinstance(params["normalize"], (bool, dict)):
+        raise not_accepted(
+            where, "normalize", params["normalize"], "true, false or a mapping of VecNormalize's arguments"
+        )
     return params

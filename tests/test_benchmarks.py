@@ -1,5 +1,5 @@
 """The benchmarks' own arithmetic (what a row divides by must count what it says), the settings the
-standalone comparisons copy from examples/hyperparams, and their one-line errors."""
+standalone comparisons copy from goalenvs.zoo, and their one-line errors."""
 
 from __future__ import annotations
 
@@ -55,25 +55,22 @@ def test_update_flop_counts_every_pass_of_one_update(hidden: int, layers: int, b
 
 def test_standalone_comparisons_use_the_settings_of_the_hyperparameter_files() -> None:
     """The DQN and TQC settings that benchmarks/compare_her_bitflip.py and profile_sb3_fetch.py copy
-    are the entries of examples/hyperparams/dqn.yml and tqc_cpu.yml that they name."""
+    are the entries of goalenvs.zoo.dqn and goalenvs.zoo.tqc_cpu that they name."""
     pytest.importorskip("sb3_contrib")
-    yaml = pytest.importorskip("yaml")
     import zoo_conf  # examples/zoo_conf.py, on the path above
 
     from benchmarks.compare_her_bitflip import DQN_SETTINGS
     from benchmarks.profile_sb3_fetch import ENV_ID, N_ENVS, TQC_SETTINGS
+    from goalenvs.zoo import dqn as dqn_module
+    from goalenvs.zoo import tqc_cpu
 
-    def entry(name: str, env_id: str) -> dict:
-        path = Path(__file__).resolve().parents[1] / "examples" / "hyperparams" / name
-        return zoo_conf.evaluate_entry(yaml.safe_load(path.read_text())[env_id])
-
-    dqn = entry("dqn.yml", "goalenvs/BitFlip-v0")
+    dqn = zoo_conf.evaluate_entry(dqn_module.hyperparams["goalenvs/BitFlip-v0"])
     schedule = dqn.pop("learning_rate")
     ours = dict(DQN_SETTINGS)
     ours_schedule = ours.pop("learning_rate")
     assert vars(ours_schedule) == vars(schedule)
     assert ours == {key: dqn[key] for key in ours}
-    tqc = entry("tqc_cpu.yml", ENV_ID)
+    tqc = zoo_conf.evaluate_entry(tqc_cpu.hyperparams[ENV_ID])
     assert TQC_SETTINGS == {key: tqc[key] for key in TQC_SETTINGS}
     assert (tqc["n_envs"], tqc["normalize"]) == (N_ENVS, {"norm_obs": True, "norm_reward": False})
 

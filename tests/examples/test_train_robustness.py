@@ -30,7 +30,6 @@ sys.path.insert(0, str(EXAMPLES))  # as the scripts import their modules
 
 import enjoy  # noqa: E402
 import train  # noqa: E402
-from zoo_conf import PYTHON_FORMS  # noqa: E402
 
 from tests.examples.folder_checks import DAMAGES, checkpoint_dir, copy_run, fails, snapshot  # noqa: E402
 
@@ -99,10 +98,12 @@ def test_a_folder_of_her_ddpg_is_refused(tmp_path: Path, capsys) -> None:
 
 # ------------------------------------------------------------------------------ hyperparameters
 def _conf(tmp_path: Path, edit: dict, algo: str = "dqn") -> Path:
-    """``<algo>.yml``: a copy of examples/hyperparams/dqn.yml whose BitFlip entry has ``edit`` (None: key removed)."""
+    """``<algo>.yml``: goalenvs.zoo.dqn as YAML, its BitFlip entry with ``edit`` (None: key removed)."""
     import yaml
 
-    entries = yaml.safe_load((EXAMPLES / "hyperparams" / "dqn.yml").read_text())
+    from goalenvs.zoo.dqn import hyperparams
+
+    entries = yaml.safe_load(yaml.safe_dump(hyperparams))
     entry = entries["goalenvs/BitFlip-v0"]
     for key, value in edit.items():
         if value is None:
@@ -127,12 +128,12 @@ CONF_MISTAKES = {
     "target-update-interval": ({"target_update_interval": -1}, f"{ENTRY} target_update_interval: -1 is not accepted; accepted: an integer, 1 <= target_update_interval"),
     "train-freq-unit": ({"train_freq": [4, "steps"]}, f"{ENTRY} train_freq: [4, 'steps'] is not accepted; accepted: an integer >= 1, or [integer >= 1, \"step\" or \"episode\"]"),
     "gradient-steps": ({"gradient_steps": -2}, f"{ENTRY} gradient_steps: -2 is not accepted; accepted: an integer, -1 <= gradient_steps"),
-    "n-sampled-goal": ({"replay_buffer_kwargs": "dict(goal_selection_strategy='future', n_sampled_goal=-1)"},
+    "n-sampled-goal": ({"replay_buffer_kwargs": {"goal_selection_strategy": "future", "n_sampled_goal": -1}},
                        "argument --conf-file: dqn.yml, entry 'goalenvs/BitFlip-v0', replay_buffer_kwargs key n_sampled_goal: -1 is not accepted; accepted: an integer, 0 <= n_sampled_goal"),
-    "goal-selection-strategy": ({"replay_buffer_kwargs": "dict(goal_selection_strategy='futur')"},
+    "goal-selection-strategy": ({"replay_buffer_kwargs": {"goal_selection_strategy": "futur"}},
                                 "argument --conf-file: dqn.yml, entry 'goalenvs/BitFlip-v0', replay_buffer_kwargs key goal_selection_strategy: 'futur' is not accepted; accepted: one of ['future', 'final', 'episode']"),
-    "policy-kwargs-syntax": ({"policy_kwargs": "dict(net_arch=[256, 256]"}, f"{ENTRY} policy_kwargs: 'dict(net_arch=[256, 256]' is not accepted; accepted: {PYTHON_FORMS} (SyntaxError: '(' was never closed (<string>, line 1))"),
-    "policy-kwargs-call": ({"policy_kwargs": "__import__('os').getcwd()"}, f"{ENTRY} policy_kwargs: \"__import__('os').getcwd()\" is not accepted; accepted: {PYTHON_FORMS} (ValueError: \"__import__('os').getcwd()\" is none of these forms)"),
+    "policy-kwargs-string": ({"policy_kwargs": "dict(net_arch=[256, 256])"}, f"{ENTRY} policy_kwargs: 'dict(net_arch=[256, 256])' is not accepted; accepted: a mapping, e.g. {{'net_arch': [64, 64]}} (a value such as nn.ReLU: in a .py file or module)"),
+    "normalize-string": ({"normalize": "dict(norm_obs=True)"}, f"{ENTRY} normalize: 'dict(norm_obs=True)' is not accepted; accepted: true, false or a mapping of VecNormalize's arguments"),
     "replay-buffer-class": ({"replay_buffer_class": "dict"}, f"{ENTRY} replay_buffer_class: 'dict' is not accepted; accepted: her.HerReplayBuffer (this script always trains with it)"),
 }  # fmt: skip
 
@@ -182,9 +183,9 @@ def test_ent_coef_and_unknown_keys_are_checked_before_the_model_is_built(
 @pytest.mark.parametrize(
     ("edit", "why"),
     [
-        ({"policy_kwargs": "dict(net_arch=[8], bogus=1)"}, "TypeError: MultiInputPolicy.__init__() got an unexpected keyword argument 'bogus'"),
+        ({"policy_kwargs": {"net_arch": [8], "bogus": 1}}, "TypeError: MultiInputPolicy.__init__() got an unexpected keyword argument 'bogus'"),
         ({"policy": "NoSuchPolicy"}, "ValueError: Policy NoSuchPolicy unknown"),
-        ({"replay_buffer_kwargs": "dict(bogus=1)"}, "TypeError: HerReplayBuffer.__init__() got an unexpected keyword argument 'bogus'"),
+        ({"replay_buffer_kwargs": {"bogus": 1}}, "TypeError: HerReplayBuffer.__init__() got an unexpected keyword argument 'bogus'"),
     ],
     ids=["policy-kwargs", "policy", "replay-buffer-kwargs"],
 )  # fmt: skip
@@ -200,6 +201,26 @@ def test_what_the_algorithm_refuses_is_one_line(
         f"{PREFIX}argument --conf-file: dqn.yml, entry 'goalenvs/BitFlip-v0': DQN+HER cannot be built from it ({why})"
     )
     assert [p.name for p in tmp_path.iterdir()] == ["dqn.yml"], "nothing is written"
+
+
+def test_a_python_conf_file_may_hold_classes_and_its_run_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """A .py --conf-file (as the RL Zoo's) runs, with Python values YAML cannot hold; run.json names them."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.py").write_text(
+        "from torch import nn\nfrom her import HerReplayBuffer\n"
+        "hyperparams = {'goalenvs/BitFlip-v0': {'policy': 'MultiInputPolicy', 'learning_starts': 100,\n"
+        "    'policy_kwargs': {'net_arch': [8], 'activation_fn': nn.Tanh}, 'replay_buffer_class': HerReplayBuffer}}\n"
+    )
+    argv = [*TINY, "--conf-file", "mine.py", "--output", "out"]
+    assert math.isnan(train.main([*argv, "--stop-at", "300"]))
+    run = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert (run["conf_file"], run["hyperparams"]["replay_buffer_class"]) == ("mine.py", "her.HerReplayBuffer")
+    assert train.main(["--resume", "out", "--no-progress", "--no-gif"]) >= 0
+    (tmp_path / "broken.py").write_text("hyperparams = {\n")
+    line = fails(capsys, train.main, [*BITFLIP, "--conf-file", "broken.py", "--output", "x"])
+    assert line.startswith(f"{PREFIX}argument --conf-file: cannot load broken.py (SyntaxError: ")
 
 
 def test_a_seed_numpy_cannot_take_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
@@ -469,7 +490,7 @@ def test_a_diverged_policy_stops_in_one_line(tmp_path: Path, monkeypatch: pytest
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sac.yml").write_text(
         "goalenvs/FetchReach-v0:\n  n_timesteps: 2000\n  buffer_size: 10000\n  batch_size: 32\n"
-        "  learning_rate: 1.0e+30\n  learning_starts: 100\n  policy_kwargs: 'dict(net_arch=[16])'\n"
+        "  learning_rate: 1.0e+30\n  learning_starts: 100\n  policy_kwargs: {net_arch: [16]}\n"
     )
     argv = ["--env", "goalenvs/FetchReach-v0", "--algo", "sac", "--conf-file", "sac.yml", "--output", "out",
             "--no-progress", "--no-gif", "--eval-episodes", "2"]  # fmt: skip
