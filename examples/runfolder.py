@@ -90,18 +90,15 @@ def check_settings(values: Mapping[str, Any], ranges: Mapping[str, Any], where: 
 
 def setting(default: Any, accepted: Any) -> Any:
     """A settings dataclass field: its default (a function: called) and its accepted values."""
-    return field(
-        **{"default_factory" if callable(default) else "default": default}, metadata={"accepted": accepted}
-    )
+    kind = "default_factory" if callable(default) else "default"
+    return field(**{kind: default}, metadata={"accepted": accepted})
 
 
 def add_settings(parser: argparse.ArgumentParser, config: type) -> None:
     """An option per field of the settings dataclass ``config`` (made with :func:`setting`), default None."""
     for f in fields(config):
-        flags, accepted = (
-            ["--" + f.name.replace("_", "-")] + ["--env"] * (f.name == "env_id"),
-            f.metadata["accepted"],
-        )
+        flags, accepted = ["--" + f.name.replace("_", "-")], f.metadata["accepted"]
+        flags += ["--env"] * (f.name == "env_id")
         if accepted is bool:
             parser.add_argument(*flags, action=argparse.BooleanOptionalAction, default=None)
         else:
@@ -126,9 +123,8 @@ def check_new_folder(path: Path, option: str) -> None:
 def tensorboard_folder(
     recorded: Any, given: Path | None, option: str, resume: str = "", file: Path | None = None
 ) -> Path | None:
-    """The folder beside a run (``--tensorboard``) that a resumed run goes on writing in: ``recorded`` in its
-    settings ``file`` (None: none; a new one is then made in ``given``, which must be its parent or absent);
-    checked (and that tensorboard is installed) before anything is written."""
+    """A run's TensorBoard folder (``recorded`` in its settings ``file``; None: a new one made in ``given``,
+    which must be its parent or absent), checked, as is that tensorboard is installed, before any write."""
     if (recorded is not None or given is not None) and importlib.util.find_spec("tensorboard") is None:
         raise RunError(f"{option}: needs the tensorboard package; pip install tensorboard")
     if recorded is None:
@@ -227,10 +223,8 @@ def curve_png(rows: list[dict[str, Any]], x: str, xlabel: str, title: str, per: 
 
 
 def summary_writer(recorded: str | Path | None, given: Path | None, run: Path, purge_step: int | None) -> Any:
-    """A TensorBoard ``SummaryWriter`` in the run's folder for it: ``recorded`` (a resumed run's), else a new
-    ``given/<run's name>_<N>``, N one above the highest there, as stable-baselines3 numbers its runs (neither:
-    None). A resumed run goes on in its folder; ``purge_step`` hides what a stopped session wrote after the
-    checkpoint, so no step shows twice, and no file is removed."""
+    """A TensorBoard ``SummaryWriter`` in ``recorded`` (a resumed run's; ``purge_step`` hides what it wrote after
+    the checkpoint), else in a new ``given/<run's name>_<N>`` as stable-baselines3 numbers them; neither: None."""
     name = run.resolve().name
     if recorded is None and given is not None:
         given.mkdir(parents=True, exist_ok=True)
@@ -299,12 +293,12 @@ def run_main(
         print(f"{script}: error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
     except Exception as exc:
-        if not interrupted(exc) and isinstance(exc, OSError) and exc.errno is not None:  # a full disk
-            file = f" ({exc.filename})" if exc.filename else ""
+        if not interrupted(exc):
+            if not isinstance(exc, OSError) or exc.errno is None:
+                raise
+            file = f" ({exc.filename})" if exc.filename else ""  # a failed write: a full disk
             print(f"{script}: error: {exc.strerror}{file}; stopped {where()}", file=sys.stderr)
             raise SystemExit(1) from None
-        if not interrupted(exc):
-            raise
     except KeyboardInterrupt:
         pass
     finally:
@@ -333,10 +327,9 @@ class Checkpoint:
     meta: dict[str, Any]
 
     def unfit(self, name: str, why: object) -> RunError:
-        """The one line for a file of this checkpoint that is whole but does not fit the run."""
-        text = " ".join(
-            line.strip() for line in str(why).strip().splitlines()[:2]
-        )  # torch's 2nd line names it
+        """The one line for a file of this checkpoint that is whole but does not fit the run (``why``'s first two
+        lines: torch's second names the problem)."""
+        text = " ".join(line.strip() for line in str(why).strip().splitlines()[:2])
         text = text if len(text) <= 300 else text[:297] + "..."
         return RunError(
             f"checkpoint {self.path}: {name} does not fit this run ({text}); was it copied from another run "
@@ -354,8 +347,7 @@ class Checkpoint:
 
 
 def stopped_at(progress: str, folder: RunFolder | None, unit: str, launch: str = "python") -> str:
-    """Where a run stopped (``progress``: "at epoch 7"), and how to go on: from the latest whole checkpoint
-    on disk (of ``unit``: epoch, step)."""
+    """Where a run stopped (``progress``: "at epoch 7"), and how to go on from its latest checkpoint (of ``unit``)."""
     latest = None
     if folder is not None:
         with contextlib.suppress(RunError, OSError):
@@ -378,14 +370,8 @@ class RunFolder:
         self.run_id, self.written = "", set[str]()
         self.lock_fd: int | None = None
 
-    @classmethod
-    def check_new(
-        cls, path: Path, force: bool, outputs: Iterable[str], script: str, resumable: bool = True
-    ) -> None:
-        """Raise :class:`RunError` unless a new run may use ``path``; writes nothing."""
-        cls(path, script, outputs).check_empty(force, resumable)
-
-    def check_empty(self, force: bool, resumable: bool = True) -> None:
+    def check_new(self, force: bool, resumable: bool = True) -> None:
+        """Raise :class:`RunError` unless a new run may use the folder; writes nothing."""
         path = self.path
         if path.exists() and not path.is_dir():
             raise RunError(f"--output: {path} is a file; accepted: a folder that is empty or does not exist")
@@ -411,15 +397,14 @@ class RunFolder:
 
     @classmethod
     def create(cls, path: Path, *, force: bool, outputs: Iterable[str], script: str) -> RunFolder:
-        """Lock ``path`` (made if needed) for a new run, ``force``: removing an earlier run's files; checked before
-        anything is written and again once locked."""
+        """Lock ``path`` (made if needed) for a new run (``force``: removing an earlier run's files), checked first."""
         folder = cls(path, script, outputs)
-        folder.check_empty(force)
+        folder.check_new(force)
         made = [p for p in (path, *path.parents) if not p.exists()]
         path.mkdir(parents=True, exist_ok=True)
         try:
             folder.lock()
-            folder.check_empty(force)  # again: another run may have started meanwhile
+            folder.check_new(force)  # again: another run may have started meanwhile
         except BaseException:
             if folder.lock_fd is not None and made:
                 (path / LOCK).unlink(missing_ok=True)
@@ -483,8 +468,7 @@ class RunFolder:
         self.close()
 
     def lock(self, probe: bool = False) -> None:
-        """Hold the folder: its .lock flocked and holding our pid. ``probe``: only raise :class:`RunError`
-        naming the pid of a live process that holds it (the lock is let go at once; nothing is written)."""
+        """Hold the folder: its .lock flocked and holding our pid (``probe``: only refuse a folder held)."""
         if probe and (fcntl is None or not (self.path / LOCK).is_file()):
             return
         fd = os.open(self.path / LOCK, os.O_RDONLY if probe else os.O_RDWR | os.O_CREAT, 0o644)
@@ -514,10 +498,10 @@ class RunFolder:
             raise RunError(f"{path} is missing; this is not a run folder any more") from None
         except (ValueError, OSError) as exc:
             raise RunError(f"{path} is damaged ({type(exc).__name__}); delete it and the run's files by hand, or choose another --output") from None  # fmt: skip
-        kinds = {"files": list, "run_id": str}
-        if not isinstance(manifest, dict) or not all(
-            isinstance(manifest.get(k), t) for k, t in kinds.items()
-        ):
+        if not isinstance(manifest, dict) or [type(manifest.get(k)) for k in ("files", "run_id")] != [
+            list,
+            str,
+        ]:
             raise RunError(f"{path} is damaged (not a manifest of {self.script}); choose another --output")
         return manifest
 

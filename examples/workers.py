@@ -206,7 +206,7 @@ class Run:
         cfg = self.config(**{**entry, **values})
         check(cfg, self.size)
         self.path = args.output or output(cfg)
-        RunFolder.check_new(self.path, args.force, self.outputs, self.script)
+        RunFolder(self.path, self.script, self.outputs).check_new(args.force)
         tensorboard_folder(None, args.tensorboard, "--tensorboard")
         self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
         return cfg, args, False, args.tensorboard is not None
