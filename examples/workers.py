@@ -17,28 +17,10 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import runfolder as rf  # examples/runfolder.py
 import torch
 import torch.distributed as dist
-from runfolder import (  # examples/runfolder.py
-    CHECKPOINT_MANIFEST,
-    ArgumentParser,
-    Checkpoint,
-    RunError,
-    RunFolder,
-    add_settings,
-    check_settings,
-    csv_text,
-    curve_png,
-    folder_path,
-    integer,
-    interrupted,
-    load_conf,
-    read_json,
-    run_main,
-    stopped_at,
-    summary_writer,
-    tensorboard_folder,
-)
+from runfolder import Checkpoint, RunError, RunFolder
 
 _T = TypeVar("_T")
 
@@ -91,8 +73,8 @@ class Run:
         self.progress: Callable[[], str] = lambda: "before training started"  # where the loop is
 
     def main(self, body: Callable[[], _T]) -> _T:
-        """``body`` as this worker (in torchrun's process group), ended by :func:`run_main`."""
-        return run_main(self.script, lambda: self.session(body), self.where, quiet_interrupt=self.rank > 0)
+        """``body`` as this worker (in torchrun's process group), ended by :func:`runfolder.run_main`."""
+        return rf.run_main(self.script, lambda: self.session(body), self.where, quiet_interrupt=self.rank > 0)
 
     def session(self, body: Callable[[], _T]) -> _T:
         if os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") != "0":  # torchrun ran the command again
@@ -113,7 +95,7 @@ class Run:
         try:
             return body()
         except dist.DistError as exc:  # another worker is gone
-            if interrupted(exc):
+            if rf.interrupted(exc):
                 raise
             text = " ".join(str(exc).split("\n")[0].split())
             text = text.split("] ", 1)[-1].split(" This is typically caused by ")[0][:200]  # gloo's own words
@@ -166,48 +148,44 @@ class Run:
     def settings(
         self, argv: list[str], output: Callable[[Any], Path], check: Callable[[Any, int], None]
     ) -> tuple[Any, Any, bool, bool]:
-        parser = ArgumentParser(prog=self.script)
+        parser = rf.ArgumentParser(prog=self.script)
         for flag, kind, metavar, help in (
             ("--resume", Path, "RUN_DIR", "continue the run in RUN_DIR"),
             ("--output", Path, None, "the run's folder (made if needed)"),
             ("--force", bool, None, "replace the run in a non-empty --output (its own files only)"),
-            ("--save-freq", integer(0), None, "epochs between checkpoints (0: none; default 5)"),
-            ("--evaluate", integer(1), "N", "with --resume: the success over N episodes"),
-            ("--tensorboard", folder_path, "DIR", "also write TensorBoard events to DIR/<run>_<N>"),
+            ("--save-freq", rf.integer(0), None, "epochs between checkpoints (0: none; default 5)"),
+            ("--evaluate", rf.integer(1), "N", "with --resume: the success over N episodes"),
+            ("--tensorboard", rf.folder_path, "DIR", "also write TensorBoard events to DIR/<run>_<N>"),
             ("--conf-file", Path, None, "per-env settings (YAML: env id -> settings)"),
             ("--no-gif", bool, None, "skip the GIF of the trained policy"),
         ):
             kw = {"action": "store_true"} if kind is bool else {"type": kind, "metavar": metavar}
             parser.add_argument(flag, help=help, default=5 if flag == "--save-freq" else None, **kw)
-        add_settings(parser, self.config)
+        rf.add_settings(parser, self.config)
         args = parser.parse_args(argv)
         values = {k: getattr(args, k) for k in self.specs if getattr(args, k) is not None}
-        check_settings(values, self.specs, "option")
+        rf.check_settings(values, self.specs, "option")
         if args.tensorboard is not None and args.evaluate is not None:
             raise RunError("--tensorboard: --evaluate writes nothing; accepted: --evaluate without --tensorboard")  # fmt: skip
         if args.evaluate is not None and (args.resume is None or self.size > 1):
             raise RunError("--evaluate: needs --resume RUN_DIR, in one process (not under torchrun)")
         if args.resume is not None:
             cfg = self.resumed(args, values, check)
-            return (
-                cfg,
-                args,
-                True,
-                args.evaluate is None and (self.tensorboard or args.tensorboard) is not None,
-            )
+            tracking = args.evaluate is None and (self.tensorboard or args.tensorboard) is not None
+            return cfg, args, True, tracking
         path, env_id = args.conf_file or self.conf_file, values.get("env_id", self.config().env_id)
-        entries = load_conf(path, "--conf-file")
+        entries = rf.load_conf(path, "--conf-file")
         if not isinstance(entries.get(env_id) or {}, dict):
             raise RunError(f"--conf-file: {path} is not a mapping of env ids to mappings of settings")
         entry = {k: v for k, v in (entries.get(env_id) or {}).items() if k != "env_id"}
         if set(entry) - set(self.specs):
             raise RunError(f"--conf-file: {path} entry {env_id!r} has unknown keys {sorted(set(entry) - set(self.specs))}")  # fmt: skip
-        check_settings(entry, self.specs, f"--conf-file: {path}, entry {env_id!r}, key")
+        rf.check_settings(entry, self.specs, f"--conf-file: {path}, entry {env_id!r}, key")
         cfg = self.config(**{**entry, **values})
         check(cfg, self.size)
         self.path = args.output or output(cfg)
         RunFolder(self.path, self.script, self.outputs).check_new(args.force)
-        tensorboard_folder(None, args.tensorboard, "--tensorboard")
+        rf.tensorboard_folder(None, args.tensorboard, "--tensorboard")
         self.folder = RunFolder.create(self.path, force=args.force, outputs=self.outputs, script=self.script)
         return cfg, args, False, args.tensorboard is not None
 
@@ -221,18 +199,18 @@ class Run:
             raise RunError(f"{'--force' if args.force else '--conf-file'}: cannot be given with --resume (the run keeps its folder and settings)")  # fmt: skip
         path = out / "config.json"
         fix = "restore it (the checkpoint's manifest holds the run's settings) or start again with --force"
-        saved = read_json(path, "--resume", self.script, fix)
+        saved = rf.read_json(path, "--resume", self.script, fix)
         recorded = saved.pop("tensorboard", None) if isinstance(saved, dict) else None
         if not isinstance(saved, dict) or set(saved) != set(self.specs):
             got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
             raise RunError(f"--resume: {path} does not hold the settings of a run of {self.script} (keys {got}); {fix}")  # fmt: skip
-        check_settings(saved, self.specs, f"--resume: {path}, key")
+        rf.check_settings(saved, self.specs, f"--resume: {path}, key")
         changed = {k: v for k, v in values.items() if k not in self.free and v != saved[k]}
         if changed:
             may = ", ".join("--" + k.replace("_", "-") for k in self.free)
             raise RunError(f"--resume: continues a run as configured; only {may} may change, got {changed}")
         if args.evaluate is None:
-            self.tensorboard = tensorboard_folder(
+            self.tensorboard = rf.tensorboard_folder(
                 recorded, args.tensorboard, "--tensorboard", "--resume", path
             )
         cfg = self.config(**{**saved, **values})
@@ -246,7 +224,7 @@ class Run:
         )
         workers, done = cp.meta.get("world_size", 1), cp.meta.get("epoch")
         if type(done) is not int or type(workers) is not int:
-            raise cp.unfit(CHECKPOINT_MANIFEST, "its meta holds no epoch and world size")
+            raise cp.unfit(rf.CHECKPOINT_MANIFEST, "its meta holds no epoch and world size")
         if workers != self.size:
             launch = "python"
             if workers > 1:
@@ -270,13 +248,11 @@ class Run:
                 raise cp.unfit("agent.pt", "it holds no run state")
             parts = []
             for rank in range(self.size):
-                load = lambda p: pickle.loads(p.read_bytes())  # noqa: E731
-                own = {
-                    k: cp.load(f"{k}{'-' * bool(rank)}{rank or ''}.pkl", load) for k in cp.meta.get("own", ())
-                }
+                load, suffix = lambda p: pickle.loads(p.read_bytes()), f"{'-' * bool(rank)}{rank or ''}.pkl"
+                own = {k: cp.load(f"{k}{suffix}", load) for k in cp.meta.get("own", ())}
                 unfit = fits(state, own, rank)
                 if unfit is not None:
-                    raise cp.unfit(unfit[0].replace(".pkl", f"{'-' * bool(rank)}{rank or ''}.pkl"), unfit[1])
+                    raise cp.unfit(unfit[0].replace(".pkl", suffix), unfit[1])
                 parts.append((state, own))
             return parts
 
@@ -289,10 +265,8 @@ class Run:
     def save(self, epoch: int, state: Callable[[], tuple[dict[str, Any], dict[str, Any]]]) -> None:
         """Checkpoint ``epoch``: ``agent.pt`` (with the curve and clocks) and every worker's part, gathered by worker 0."""
         shared, own = state()
-        files = {
-            f"{k}{'-' * bool(self.rank)}{self.rank or ''}.pkl": pickle.dumps(v, protocol=5)
-            for k, v in own.items()
-        }
+        suffix = f"{'-' * bool(self.rank)}{self.rank or ''}.pkl"
+        files = {f"{k}{suffix}": pickle.dumps(v, protocol=5) for k, v in own.items()}
         if self.size > 1:
             everyone: list[Any] | None = [None] * self.size if self.rank == 0 else None
             dist.gather_object(files, everyone, dst=0)
@@ -307,10 +281,8 @@ class Run:
         }
         data = io.BytesIO()
         torch.save(shared, data)  # to memory, then written: a full disk is an OSError naming the file
-        writers = {
-            name: (lambda path, b=b: path.write_bytes(b))
-            for name, b in {"agent.pt": data.getvalue(), **files}.items()
-        }
+        blobs = {"agent.pt": data.getvalue(), **files}
+        writers = {name: (lambda path, b=b: path.write_bytes(b)) for name, b in blobs.items()}
         meta = {"epoch": epoch, "config": asdict(self.cfg), "world_size": self.size, "own": sorted(own)}
         self.folder.save_checkpoint(epoch, writers, meta)
 
@@ -319,7 +291,7 @@ class Run:
         """Write config.json, commands.txt (and a resumed run's eval.csv), open TensorBoard, start the clocks."""
         if self.folder is not None:
             purge = self.rows[-1]["env_steps"] + 1 if self.resuming and self.rows else None
-            self.tb = summary_writer(self.tensorboard, self.args.tensorboard, self.path, purge)
+            self.tb = rf.summary_writer(self.tensorboard, self.args.tensorboard, self.path, purge)
             old = (self.path / "commands.txt").read_text() if (self.path / "commands.txt").is_file() else ""
             launcher = "python" if self.size == 1 else f"torchrun (world size {self.size})"
             config = {**asdict(self.cfg), "tensorboard": None if self.tb is None else self.tb.log_dir}
@@ -327,8 +299,8 @@ class Run:
             self.folder.write(
                 "commands.txt", f"{old}{launcher} examples/{self.script} {' '.join(sys.argv[1:])}\n"
             )
-            if self.resuming:
-                self.folder.write("eval.csv", csv_text(self.rows))  # drops rows written after the checkpoint
+            if self.resuming:  # eval.csv: drops rows written after the checkpoint
+                self.folder.write("eval.csv", rf.csv_text(self.rows))
                 print(
                     f"resumed {self.path} at epoch {self.rows[-1]['epoch'] if self.rows else 0}", flush=True
                 )
@@ -343,13 +315,10 @@ class Run:
         cpu = self.earlier[1] + time.process_time() - self.started[1]
         timers, before = self.timers.seconds, self.rows[-1] if self.rows else {"env_steps": 0, "updates": 0}
         row = {"epoch": epoch, "env_steps": steps, "updates": updates, "success_rate": success}
-        self.rows.append(
-            row
-            | {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
-            | {f"t_{k}": round(v, 3) for k, v in timers.items()}
-        )
+        row |= {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
+        self.rows.append(row | {f"t_{k}": round(v, 3) for k, v in timers.items()})
         if self.folder is not None:
-            self.folder.write("eval.csv", csv_text(self.rows))
+            self.folder.write("eval.csv", rf.csv_text(self.rows))
             print(
                 f"epoch {epoch:3d}  steps {steps:8d}  success {success:.3f}  wall {wall:7.0f}s  cpu {cpu:7.0f}s",
                 flush=True,
@@ -380,12 +349,11 @@ class Run:
         """The success curve's plot and the GIF of the trained policy (worker 0)."""
         if self.folder is not None and self.rows:
             title += f", {self.size} workers" if self.size > 1 else ""
-            png = curve_png(self.rows, "env_steps", "env steps (thousands)", title, per=1000)
+            png = rf.curve_png(self.rows, "env_steps", "env steps (thousands)", title, per=1000)
             self.folder.write("success.png", png)
         if self.folder is not None and not self.args.no_gif:
             self.folder.write("policy.gif", gif())
 
     def where(self) -> str:
-        return stopped_at(
-            self.progress(), self.folder, "epoch", "python" if self.size == 1 else "torchrun ..."
-        )
+        launch = "python" if self.size == 1 else "torchrun ..."
+        return rf.stopped_at(self.progress(), self.folder, "epoch", launch)
