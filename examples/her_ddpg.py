@@ -16,7 +16,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, record_gif  # examples/nets.py
-from runfolder import Range, Run, RunError, Timers, setting  # examples/runfolder.py
+from runfolder import Range, RunError, setting  # examples/runfolder.py
+from workers import Run, Timers  # examples/workers.py
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from goalenvs.envs.fetch import FetchVectorEnv
@@ -24,8 +25,7 @@ from her import HerStorage
 from her.strategies import goal_step_offsets
 
 CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"  # per-task settings
-POSITIVE, SHARE = Range(float, 0.0, low_open=True), Range(float, 0.0, 1.0)
-COUNT = Range(int, 1)
+POSITIVE, SHARE, COUNT = Range(float, 0.0, low_open=True), Range(float, 0.0, 1.0), Range(int, 1)
 
 
 @dataclass

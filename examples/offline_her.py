@@ -411,9 +411,9 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
     if "dataset" not in given:
         raise RunError("--dataset: missing; accepted: a local Minari dataset id")
     s = Settings(**given)
-    RunFolder.check_new(
-        args.output, args.force, OUTPUTS, SCRIPT, resumable=False
-    )  # before the dataset is read
+    RunFolder(args.output, SCRIPT, OUTPUTS).check_new(
+        args.force, resumable=False
+    )  # before reading the dataset
     dataset = load_dataset(s.dataset)
     check_goal_dataset(dataset)
     try:

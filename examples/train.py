@@ -228,8 +228,8 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
         )
     seed = args.seed if args.seed is not None else 0
     out = args.output or Path("runs") / f"{env_id.split('/')[-1]}_{algo}_s{seed}"
-    RunFolder.check_new(
-        out, args.force, OUTPUTS, SCRIPT
+    RunFolder(out, SCRIPT, OUTPUTS).check_new(
+        args.force
     )  # a folder in use is refused before the model is built
     tensorboard_folder(None, args.tensorboard, "argument --tensorboard")
     return {

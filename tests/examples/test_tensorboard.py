@@ -113,16 +113,16 @@ def test_her_ddpg_resume_goes_on_in_the_same_folder_without_a_step_twice(
     out, tb = tmp_path / "run", tmp_path / "tb"
     tb.mkdir()
     (tb / "notes.txt").write_text("mine")
-    import runfolder
+    import workers
 
-    real_save = runfolder.Run.save
+    real_save = workers.Run.save
 
-    def ctrl_c_in_the_second_checkpoint(self: runfolder.Run, epoch: int, state) -> None:
+    def ctrl_c_in_the_second_checkpoint(self: workers.Run, epoch: int, state) -> None:
         if epoch == 2:  # epoch 2 is in TensorBoard (and eval.csv), its checkpoint is not
             raise KeyboardInterrupt
         real_save(self, epoch, state)
 
-    monkeypatch.setattr(runfolder.Run, "save", ctrl_c_in_the_second_checkpoint)
+    monkeypatch.setattr(workers.Run, "save", ctrl_c_in_the_second_checkpoint)
     with pytest.raises(SystemExit) as exc:
         her_ddpg.main([*TINY, "--epochs", "3", "--output", str(out), "--tensorboard", str(tb)])
     assert exc.value.code == 130
