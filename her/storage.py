@@ -2,22 +2,17 @@
 
 Layout, as stable-baselines3's (so ``capacity`` means the same): a ring of ``T = capacity // n_envs``
 rows, each row one step of every env. Each stored quantity is one array of ``T * n_envs`` entries,
-entry ``row * n_envs + env`` (plain index arithmetic; :meth:`HerStorage.rows` shows them as
-``(T, n_envs, ...)``).
+entry ``row * n_envs + env`` (:meth:`HerStorage.rows` shows them as ``(T, n_envs, ...)``).
 
-Each observation is stored **once**. Within an episode the next observation of step ``t`` is the
+Each observation is stored **once**: within an episode the next observation of step ``t`` is the
 observation of step ``t + 1``, in the next row. The next observation of an episode's last step (its
-final observation) is kept in a table of episodes, beside the episode's first row and length. For
-50-step episodes this halves the memory that storing ``obs`` and ``next_obs`` side by side takes.
+final observation) is kept in a table of episodes, beside the episode's first row, length and env.
+For 50-step episodes this halves the memory that storing ``obs`` and ``next_obs`` side by side takes.
 
-Which transitions can be sampled: those of the complete episodes still whole in the ring. Per env
-they form one circular *window* of rows, from the first row of its oldest whole episode on
-(``window_start``, ``window_len``). Writing row ``p`` drops the episode that starts there from its
-env's window. Sampling is then O(batch): a uniform draw over all windows names an env and a row, and
-the row's episode id gives the episode's bounds in the table.
-
-Episodes get their id when they end (ids count episode ends). The table is a ring of ``F`` entries
-(entry ``id % F``), doubled whenever the entry to reuse still holds an episode in the ring.
+Each entry holds the table slot of its episode once the episode has ended, -1 before. Overwriting a
+row drops its whole episode (its entries go back to -1, its slot is freed). Sampling draws entries
+uniformly among those written and keeps the ones with a slot: uniform over the transitions of the
+complete episodes still whole, in O(batch) while those are most of the ring.
 """
 
 from __future__ import annotations
@@ -54,7 +49,7 @@ GoalFn = Callable[[np.ndarray, np.ndarray, Any], Any]
 SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype")
 ROW_NAMES = ("observations", "next_observations", "actions", "rewards", "terminateds", "truncateds",
              "episode_starts", "episode_lengths", "infos")  # fmt: skip
-FIRST_TABLE_SIZE = 16  # episode table entries at first (a power of two, doubled as needed)
+FIRST_TABLE_SIZE = 16  # episode table entries at first (doubled when all are in use)
 
 
 class HerStorage:
@@ -87,28 +82,20 @@ class HerStorage:
             stored flag, its issue #627). Off by default for parity.
         terminated_fn: the env's ``compute_terminated``; required with ``recompute_terminated`` when
             ``reward_fn`` is given (otherwise both come later, through :meth:`set_functions`).
-        device: ``None`` to sample numpy arrays, or a torch device (``"cpu"``, ``"cuda"``, ...) to sample
-            torch tensors there (torch is imported only then).
+        device: ``None`` to sample numpy arrays, or a torch device to sample torch tensors there.
         seed: seed of the storage's own ``np.random.Generator`` (an int, a ``SeedSequence``, a
             ``Generator``, or ``None`` for fresh entropy). NumPy's global random state is never used.
-        pickle_functions: whether pickling keeps ``reward_fn`` and ``terminated_fn``; ``False``
-            pickles them as ``None`` (give them again after loading, with :meth:`set_functions`).
+        pickle_functions: whether pickling keeps ``reward_fn`` and ``terminated_fn`` (else ``None``).
         check_finite: refuse float observations, actions and rewards that are NaN or infinite (as
             stored: a float64 1e300 is infinite in a float32 field).
 
-    Writing: :meth:`add` stores one step of every env, :meth:`extend` a block of steps (whole
-    episodes, a dataset); both copy what they store. A step or block whose arrays do not match the
-    spaces (shape, dtype kind, keys, values the dtype cannot hold) is refused with a one-line error
-    before anything is stored. One thread at a time: a second thread entering a storage another is
-    in gets :class:`~goalenvs.core.ConcurrentUseError`.
-
-    :meth:`sample` returns a finished batch: ``{"observations": {key: (B, ...)}, "actions",
-    "rewards", "next_observations": {key: ...}, "terminateds", "truncateds", "relabelled"}`` (rewards
-    and flags float32, ``relabelled`` bool); the last ``int(share * B)`` entries are relabelled: new
-    desired goal in both observations, reward (and with ``recompute_terminated`` the flag) recomputed.
-
-    Pickling saves what is stored (the rows written so far, not the whole capacity); loading
-    allocates the full capacity again.
+    :meth:`add` stores one step of every env, :meth:`extend` a block of steps; both copy what they
+    store, and refuse (one line naming the argument) a step or block that does not fit the spaces
+    before storing any of it. One thread at a time: a second thread gets
+    :class:`~goalenvs.core.ConcurrentUseError`. :meth:`sample` returns a finished batch: ``{"observations":
+    {key: (B, ...)}, "actions", "rewards", "next_observations", "terminateds", "truncateds",
+    "relabelled"}`` (rewards and flags float32); the last ``int(share * B)`` entries are relabelled.
+    Pickling saves the rows written so far, not the whole capacity.
     """
 
     def __init__(
@@ -157,16 +144,9 @@ class HerStorage:
         elif info_keys is not None:
             self.info_keys = tuple(info_keys)
         self._lock = threading.Lock()
-        self._row_names = (
-            *(f"obs/{key}" for key in self.obs_specs),
-            "action",
-            "reward",
-            "terminated",
-            "truncated",
-        )
         self._step_fields = self._fields((self.n_envs,))
-        self._float_fields = [i for i, (_, dtype) in enumerate(self._step_fields[1][: len(self.obs_specs) + 2])
-                              if dtype.kind in "fc"]  # fmt: skip
+        k = len(self.obs_specs)
+        self._float_fields = [i for i, (_, d) in enumerate(self._step_fields[1][: k + 2]) if d.kind in "fc"]
         self._warn_if_beyond_memory()
         self._allocate()
 
@@ -176,8 +156,8 @@ class HerStorage:
 
         Takes the spaces and number of envs from ``env``, its ``compute_reward`` (and
         ``compute_terminated`` when defined), resolved once to functions of this process, and its
-        ``reward_info_keys`` (see :func:`goalenvs.core.resolve_env_function`). Other keyword
-        arguments go to the constructor.
+        ``reward_info_keys`` (:func:`goalenvs.core.resolve_env_function`). Other keyword arguments
+        go to the constructor.
         """
         from goalenvs.core import resolve_env_attribute, resolve_env_function, resolve_env_function_or_reason
 
@@ -187,9 +167,9 @@ class HerStorage:
         if reward_fn is None:
             reward_fn, reason = resolve_env_function_or_reason(env, "compute_reward")
             if reward_fn is None:
+                name = type(env).__name__
                 raise ValueError(
-                    f"could not get compute_reward of {type(env).__name__} in this process ({reason}); "
-                    "pass reward_fn="
+                    f"could not get compute_reward of {name} in this process ({reason}); pass reward_fn="
                 )
         if kwargs.get("terminated_fn") is None:
             kwargs["terminated_fn"] = resolve_env_function(env, "compute_terminated")
@@ -212,11 +192,8 @@ class HerStorage:
         self.terminated_fn = terminated_fn
 
     def check_spaces(self, observation_space: Any, action_space: Any, n_envs: int | None = None) -> None:
-        """Raise ``ValueError`` unless this storage holds steps of these spaces (and ``n_envs`` envs).
-
-        For a storage loaded from a file before it is used with an env: the spaces must give the
-        shapes and dtypes it was built for (bounds do not matter).
-        """
+        """Raise ``ValueError`` unless this storage holds steps of these spaces (shapes and dtypes;
+        bounds do not matter) and ``n_envs`` envs: for a storage loaded from a file."""
         stored = (self.obs_specs, self.action_spec)
         given = (field_specs(observation_space), action_spec(action_space))
         if given != stored:
@@ -233,12 +210,12 @@ class HerStorage:
 
     # ------------------------------------------------------------------ the arrays
     def _row_specs(self) -> dict[str, Spec]:
-        """``{name: (shape, dtype)}`` of every per-row array (entry ``row * n_envs + env``)."""
+        """``{name: (shape, dtype)}`` of every per-entry array."""
         specs = {f"obs/{key}": spec for key, spec in self.obs_specs.items()}
         specs["action"] = self.action_spec
         specs["reward"] = ((), np.dtype(np.float32))
         specs["terminated"] = specs["truncated"] = ((), np.dtype(bool))
-        specs["episode"] = ((), np.dtype(np.int64))  # the id of the row's ended episode, -1 before
+        specs["slot"] = ((), np.dtype(np.int64))  # the table slot of the entry's ended episode, or -1
         specs.update({f"info/{key}": spec for key, spec in (self.info_specs or {}).items()})
         if self.copy_info_dict:
             specs["info_dict"] = ((), np.dtype(object))
@@ -246,10 +223,10 @@ class HerStorage:
 
     def planned_nbytes(self) -> int:
         """Bytes of the arrays the storage allocates (all of :attr:`nbytes`), known before allocating."""
-        rows = self.steps_per_env * self.n_envs
         obs = sum(np.dtype(d).itemsize * math.prod(s) for s, d in self.obs_specs.values())
         per_row = sum(np.dtype(d).itemsize * math.prod(s) for s, d in self._row_specs().values())
-        return rows * per_row + FIRST_TABLE_SIZE * (obs + 3 * 8) + self.n_envs * (obs + 4 * 8)
+        entries = self.steps_per_env * self.n_envs
+        return entries * per_row + FIRST_TABLE_SIZE * (obs + 3 * 8) + self.n_envs * (obs + 2 * 8)
 
     def _sizes_text(self) -> str:
         steps, n, needed = self.steps_per_env, self.n_envs, self.planned_nbytes()
@@ -275,30 +252,27 @@ class HerStorage:
             self._data = {name: np.zeros((size, *s), d) for name, (s, d) in self._row_specs().items()}
         except (MemoryError, ValueError):  # numpy's message names an array shape, not the argument
             raise MemoryError(f"{self._sizes_text()}, which could not be allocated; lower capacity") from None
-        self._data["episode"][:] = -1
-        self.pos = 0  # row of the next write
-        self.full = False  # whether the ring has wrapped around at least once
-        self._steps = 0  # steps written per env
-        self._n_ended = 0  # episodes booked so far: the next episode id
-        # The episode table, entry id % F: first row, length, env, final observation.
-        self._ep_start = np.zeros(FIRST_TABLE_SIZE, np.int64)
-        self._ep_length = np.zeros(FIRST_TABLE_SIZE, np.int64)
-        self._ep_env = np.zeros(FIRST_TABLE_SIZE, np.int64)
+        self._data["slot"][:] = -1
+        self.pos, self.full = 0, False  # the row of the next write; whether the ring has wrapped
+        self._steps = self._sampleable = 0  # steps written per env; entries in the table's episodes
+        # The episode table: per slot the first row, length and env, and the final observation.
+        self._table = np.zeros((FIRST_TABLE_SIZE, 3), np.int64)
         self._finals = {key: np.zeros((FIRST_TABLE_SIZE, *s), d) for key, (s, d) in self.obs_specs.items()}
-        # Per env: the sampleable window, the step count at which the unfinished episode began (its
-        # length is _steps - _begin), the longest episode that outgrew the ring, and the next
-        # observation given with the latest step (the final one, should the episode be cut there).
-        self._window_start = np.zeros(n, np.int64)
-        self._window_len = np.zeros(n, np.int64)
+        self._free = list(range(FIRST_TABLE_SIZE - 1, -1, -1))  # free slots (pop: the lowest)
+        self._ends: dict[int, list[int]] = {}  # per row, the slots of the episodes that end there
+        # Per env: the step count at which the unfinished episode began (its length is _steps - _begin),
+        # the longest episode that outgrew the ring, and the next observation given with the latest
+        # step (the final one, should the episode be cut there).
         self._begin = np.zeros(n, np.int64)
         self._outgrown = np.zeros(n, np.int64)
         self._pending = {key: np.zeros((n, *s), d) for key, (s, d) in self.obs_specs.items()}
         self._prepare()
 
     def _prepare(self) -> None:
-        """What every add would otherwise rebuild (add runs on every env step of a training run): the
-        arrays a step writes, in :meth:`_store`'s order, and a getter of the observations' values."""
-        self._targets = [self._data[name] for name in self._row_names]
+        """What each add would otherwise look up again: the arrays a step writes, in order."""
+        names = [*(f"obs/{key}" for key in self.obs_specs), "action", "reward", "terminated", "truncated"]
+        self._targets = [self._data[name] for name in names]
+        self._slots = self._data["slot"]
         self._obs_values = operator.itemgetter(*self.obs_specs)  # a tuple: there are two goals at least
 
     def reset(self) -> None:
@@ -306,12 +280,10 @@ class HerStorage:
         self._allocate()
 
     def __getstate__(self) -> dict[str, Any]:
-        # Only the rows written so far: a storage pickled early in a run is as small as its contents.
         state = self.__dict__.copy()
-        for name in ("_lock", "_targets", "_obs_values"):  # made again by __setstate__
+        for name in ("_lock", "_targets", "_slots", "_obs_values"):  # made again by __setstate__
             state.pop(name, None)
-        written = (self.steps_per_env if self.full else self.pos) * self.n_envs
-        state["_data"] = {name: array[:written] for name, array in self._data.items()}
+        state["_data"] = {name: array[: self.num_transitions] for name, array in self._data.items()}
         if not self.pickle_functions:
             state["reward_fn"] = state["terminated_fn"] = None
         return state
@@ -325,7 +297,7 @@ class HerStorage:
         for name, array in stored.items():
             self._data[name] = np.zeros((size, *array.shape[1:]), array.dtype)
             self._data[name][: len(array)] = array
-        self._data["episode"][len(stored["episode"]) :] = -1
+        self._data["slot"][len(stored["slot"]) :] = -1
         self._prepare()
 
     # ------------------------------------------------------------------ reading
@@ -337,15 +309,13 @@ class HerStorage:
     @property
     def num_sampleable(self) -> int:
         """Transitions that :meth:`sample` can return: those of complete episodes still whole."""
-        return int(self._window_len.sum())
+        return self._sampleable
 
     @property
     def nbytes(self) -> int:
         """Bytes of all arrays the storage holds (info dicts, when kept, not included)."""
         arrays = [*self._data.values(), *self._finals.values(), *self._pending.values()]
-        arrays += [self._ep_start, self._ep_length, self._ep_env]
-        arrays += [self._window_start, self._window_len, self._begin, self._outgrown]
-        return sum(a.nbytes for a in arrays)
+        return sum(a.nbytes for a in [*arrays, self._table, self._begin, self._outgrown])
 
     @property
     def current_episode_lengths(self) -> np.ndarray:
@@ -358,31 +328,19 @@ class HerStorage:
         return readonly((self.pos - self.current_episode_lengths) % self.steps_per_env)
 
     def _grid(self, name: str) -> np.ndarray:
-        """Per-row array ``name`` as a ``(T, n_envs, ...)`` view."""
+        """Per-entry array ``name`` as a ``(T, n_envs, ...)`` view."""
         array = self._data[name]
         return array.reshape(self.steps_per_env, self.n_envs, *array.shape[1:])
 
-    def _episodes(self, env: int) -> list[int]:
-        """Table entries of env's sampleable episodes, oldest first."""
-        out, row, left, ids = (
-            [],
-            int(self._window_start[env]),
-            int(self._window_len[env]),
-            self._grid("episode"),
-        )
-        while left > 0:
-            slot = int(ids[row, env]) % len(self._ep_length)
-            out.append(slot)
-            row, left = (
-                (row + int(self._ep_length[slot])) % self.steps_per_env,
-                left - int(self._ep_length[slot]),
-            )
-        return out
-
     def episode_lengths(self) -> np.ndarray:
-        """Lengths of the complete episodes that can be sampled, per env concatenated (for inspection)."""
-        slots = [slot for env in range(self.n_envs) for slot in self._episodes(env)]
-        return self._ep_length[np.array(slots, np.int64)]
+        """Lengths of the complete episodes that can be sampled, per env (oldest first) concatenated."""
+        T = self.steps_per_env
+        slots = self._grid("slot")[(np.arange(T) + (self.pos if self.full else 0)) % T]  # oldest row first
+        out = []
+        for column in slots.T:
+            column = column[column >= 0]
+            out.append(self._table[column[np.diff(column, prepend=-1) != 0], 1])  # one slot per episode
+        return np.concatenate(out)
 
     def rows(self, name: str) -> Any:
         """Stored ``name`` as read-only arrays of shape ``(steps_per_env, n_envs, ...)``, for inspection.
@@ -391,7 +349,7 @@ class HerStorage:
         ``"next_observations"`` (assembled, a copy: the next row's observation within an episode, the
         kept final observation after an episode's end, the pending one after the latest step, zeros
         where unknown), ``"actions"``, ``"rewards"``, ``"terminateds"``, ``"truncateds"`` (views),
-        ``"episode_starts"`` (each row's episode's first row, 0 where unknown), ``"episode_lengths"``
+        ``"episode_starts"`` (each row's episode's first row where known, else 0), ``"episode_lengths"``
         (its length where it can be sampled, else 0), ``"infos"`` (the kept info dicts, else ``{}``).
         """
         if name not in ROW_NAMES:
@@ -411,23 +369,18 @@ class HerStorage:
         written = row < (T if self.full else self.pos)
         current_len, current_start = self.current_episode_lengths, self.current_episode_starts
         current = written & ((row - current_start) % T < current_len)
-        # Other rows with an id belong to ended episodes, known while the table holds their entry.
-        ids = self._grid("episode")
-        slot = ids % len(self._ep_length)
-        start, length = self._ep_start[slot], self._ep_length[slot]
-        offset = (row - start) % T
-        known = written & ~current & (ids >= max(self._n_ended - len(self._ep_length), 0))
-        known &= (self._ep_env[slot] == np.arange(n)) & (offset < length)  # not a stale id
+        raw = self._grid("slot")
+        slot, known = np.where(raw >= 0, raw, -2 - raw), raw != -1  # rows of ended episodes
+        start, length = self._table[slot, 0], np.where(known, self._table[slot, 1], 0)
         if name == "episode_starts":
             return readonly(np.where(current, current_start, np.where(known, start, 0)))
-        in_window = (row - self._window_start) % T < self._window_len
         if name == "episode_lengths":
-            return readonly(np.where(known & in_window, length, 0))
+            return readonly(np.where(raw >= 0, length, 0))
         # Within an episode the next observation is the next row's; after its end, the kept final
         # observation; after the latest step of an unfinished one, the pending one; else zeros.
-        last = known & (offset == length - 1)
+        last = known & ((row - start) % T == length - 1)
         latest = current & ((row - current_start) % T == current_len - 1)
-        following = written & ~last & ~latest & (current | known) & ((row + 1) % T != self.pos)
+        following = (current & ~latest) | (known & ~last)
         out = {}
         for key in self.obs_specs:
             obs = self._grid(f"obs/{key}")
@@ -452,16 +405,15 @@ class HerStorage:
         """Store one step of every env (leading axis ``n_envs`` on every argument).
 
         ``next_observations`` are the observations the step led to: for an env whose episode ended
-        (``terminated or truncated``) its final observation, not the reset one. Within an episode the
-        next observation of a step is the observation passed with the following step (that is what
-        is stored); the one passed here serves if the episode ends or is cut. A step both terminated
-        and truncated counts as terminated. ``infos``: None, a list of per-env dicts, or gymnasium's
-        dict of arrays (kept with ``info_keys`` or ``copy_info_dict``).
+        (``terminated or truncated``; both count as terminated) its final observation, not the reset
+        one. Within an episode the next observation of a step is the one passed with the following
+        step; the one passed here serves if the episode ends or is cut. ``infos``: None, a list of
+        per-env dicts, or gymnasium's dict of arrays (kept with ``info_keys`` or ``copy_info_dict``).
 
         Every array is checked first (shape ``(n_envs, *shape)`` give or take axes of length 1, a dtype
         that casts to the stored one without changing what the values mean, values the stored dtype
-        (and an integer action space) can hold, the observation keys, finite values with
-        ``check_finite``): a bad one raises ``ValueError`` or ``TypeError`` naming it, and nothing of
+        and an integer action space can hold, the observation keys, with ``check_finite`` finite
+        values as stored): a bad one raises ``ValueError`` or ``TypeError`` naming it, and nothing of
         the step is stored.
         """
         self._store(observations, actions, rewards, terminateds, truncateds, infos, next_observations, None)
@@ -478,37 +430,30 @@ class HerStorage:
     ) -> None:
         """Store a block of ``m`` consecutive steps of every env: :meth:`add` with a leading time axis.
 
-        Shapes: observations and next observations ``{key: (m, n_envs, *shape)}``, actions
-        ``(m, n_envs, *action_shape)``, rewards, terminateds and truncateds ``(m, n_envs)`` (axes of
-        length 1 may be left out, e.g. ``(m, *shape)`` for one env). Step ``i`` of the block is the
-        step after step ``i - 1``, as if :meth:`add` had been called ``m`` times: whole episodes (an
-        episode ends where ``terminated or truncated``; the next observation there is the final
-        observation), or the continuation of the episodes under way. ``infos``: None, or a sequence of
-        ``m`` per-step infos as :meth:`add` takes them. Checked as a whole before anything is stored.
+        Shapes ``(m, n_envs, ...)`` (axes of length 1 may be left out, e.g. ``(m, *shape)`` for one
+        env); ``infos``: None, or ``m`` per-step infos as :meth:`add` takes them. The same as ``m``
+        calls of :meth:`add` (episodes end where ``terminated or truncated``), checked as a whole first.
         """
         m = len(rewards) if hasattr(rewards, "__len__") else 1
         self._store(observations, actions, rewards, terminateds, truncateds, infos, next_observations, m)
 
     def _enter(self, method: str) -> None:
-        # One thread at a time (a non-blocking lock, as goalenvs' envs): two threads writing one
-        # storage would interleave their steps' rows and episode bookkeeping.
-        if not self._lock.acquire(False):  # (not blocking; positional: a keyword costs 0.1 us per add)
+        # One thread at a time (a non-blocking lock): two threads writing one storage would interleave
+        # their steps' rows and episode bookkeeping.
+        if not self._lock.acquire(False):
             raise ConcurrentUseError(
                 f"HerStorage.{method} called from a second thread while another thread is using the storage; "
                 "one HerStorage is not thread-safe: give each thread its own, or a lock around its calls"
             )
 
     def _fields(self, lead: tuple[int, ...]) -> tuple[list[str], tuple[Spec, ...]]:
-        """The labels and ``(shape, dtype)`` of the arrays of a step (``lead`` ``(n_envs,)``) or of a
-        block (``(m, n_envs)``), in the order :meth:`_store` lists them: the observations, the action,
-        the reward, the two flags, the next observations."""
-        obs = [
-            (f"observations[{k!r}]", (*lead, *shape), dtype) for k, (shape, dtype) in self.obs_specs.items()
-        ]
+        """Labels and ``(shape, dtype)`` of a step's (``lead`` ``(n_envs,)``) or a block's (``(m, n_envs)``)
+        arrays, in :meth:`_store`'s order: observations, action, reward, two flags, next observations."""
+        obs = [(f"observations[{k!r}]", (*lead, *s), d) for k, (s, d) in self.obs_specs.items()]
         shape, dtype = self.action_spec
-        fields = [*obs, ("actions", (*lead, *shape), dtype), ("rewards", lead, np.dtype(np.float32)),
-                  ("terminateds", lead, np.dtype(bool)), ("truncateds", lead, np.dtype(bool)),
-                  *(("next_" + label, shape, dtype) for label, shape, dtype in obs)]  # fmt: skip
+        fields = [*obs, ("actions", (*lead, *shape), dtype), ("rewards", lead, np.dtype(np.float32))]
+        fields += [("terminateds", lead, np.dtype(bool)), ("truncateds", lead, np.dtype(bool))]
+        fields += [("next_" + label, shape, dtype) for label, shape, dtype in obs]
         return [label for label, _, _ in fields], tuple((shape, dtype) for _, shape, dtype in fields)
 
     def _store(
@@ -527,9 +472,8 @@ class HerStorage:
                 check_keys(obs, self.obs_specs, "observations")
                 check_keys(nxt, self.obs_specs, "next_observations")
             labels, specs = self._step_fields if m is None else self._fields((m, n))
-            # Every step of a training run but a faulty one has exactly the spaces' shapes and dtypes:
-            # one comparison of them all instead of the full check of each array, which would cost
-            # more than the write itself on every env step.
+            # A training run's steps all have exactly the spaces' shapes and dtypes: one comparison of
+            # them all instead of the full check of each array (which costs more than the write).
             try:
                 usual = tuple(map(SHAPE_AND_DTYPE, arrays)) == specs and self.action_bounds is None
             except AttributeError:  # not arrays
@@ -537,7 +481,7 @@ class HerStorage:
             if not usual:
                 arrays = self._checked(arrays, labels, specs, m)
             terminated, truncated = arrays[k + 2], arrays[k + 3]
-            if m is None:  # a step's (n_envs,) flags: tolist, a third of a numpy call, on every env step
+            if m is None:  # a step's (n_envs,) flags: tolist, a third of a numpy call
                 ends = any(terminated.tolist()) or any(truncated.tolist())
             else:
                 ends = bool(np.count_nonzero(terminated) or np.count_nonzero(truncated))
@@ -551,14 +495,15 @@ class HerStorage:
                 kept = self._kept_infos(infos, m)
                 targets, values = [*targets, *map(self._data.__getitem__, kept)], [*values, *kept.values()]
             m, T = m or 1, self.steps_per_env
-            for start in range(0, m * n, T * n):  # chunks of T steps at most: a chunk writes each row once
-                if m > T:
-                    chunk = slice(start, start + T * n)
-                    ended = None if done is None else done[chunk]
-                    chunks = [a[chunk] for a in values], [a[chunk] for a in next_obs]
-                    self._write(min(T, m - start // n), targets, *chunks, ended)
-                else:
-                    self._write(m, targets, values, next_obs, done)
+            for start in range(0, m * n, T * n):  # chunks of T steps at most: each writes a row once
+                chunk = slice(start, start + T * n)
+                ended = None if done is None else done[chunk]
+                chunks = (
+                    ([a[chunk] for a in values], [a[chunk] for a in next_obs])
+                    if m > T
+                    else (values, next_obs)
+                )
+                self._write(min(T, m - start // n), targets, *chunks, ended)
         finally:
             self._lock.release()
 
@@ -569,8 +514,10 @@ class HerStorage:
         k, text = len(self.obs_specs), "n_envs={}" if m is None else f"steps={m}, n_envs={{}}"
         kinds = [None] * (k + 2) + ["biu", "biu"] + [None] * k  # flags: integers too (nonzero is True)
         bounds = [None] * k + [self.action_bounds] + [None] * (k + 3)  # integer actions: in the space
-        return [checked(a, shape, dtype, label, text, False, bound, kind, env_axis=0 if m is None else 1)
-                for a, label, (shape, dtype), bound, kind in zip(arrays, labels, specs, bounds, kinds, strict=True)]  # fmt: skip
+        out = []
+        for a, label, (shape, dtype), bound, kind in zip(arrays, labels, specs, bounds, kinds, strict=True):
+            out.append(checked(a, shape, dtype, label, text, False, bound, kind, env_axis=int(m is not None)))
+        return out
 
     def _check_finite(
         self, arrays: list[Any], labels: list[str], specs: tuple[Spec, ...], m: int | None, done: Any
@@ -582,14 +529,11 @@ class HerStorage:
         # One sum of all the float values: finite only if each is (or a false alarm from an overflow of
         # huge ones, which the exact test of each array then lets pass). add runs on every env step of
         # a training run: a step's few values are summed in Python (tolist), a third of the cost of a
-        # numpy call per array; a block's many in numpy.
-        total = sum(
-            [
-                sum(a.ravel().tolist()) if a.size < 256 else a.sum()
-                for a in map(arrays.__getitem__, self._float_fields)
-            ]
-        )
-        if not math.isfinite(abs(total)):
+        # numpy call per array (~1.5 us of the ~8 us an add costs); a block's many in numpy.
+        floats = [arrays[i] for i in self._float_fields]
+        if not math.isfinite(
+            abs(sum([sum(a.ravel().tolist()) if a.size < 256 else a.sum() for a in floats]))
+        ):
             for i in self._float_fields:
                 checked(arrays[i], *specs[i], labels[i], "n_envs={}", True, env_axis=int(m is not None))
         if done is not None:  # (the episode ends of the step or block, flat)
@@ -627,103 +571,82 @@ class HerStorage:
     def _write(
         self, m: int, targets: list[np.ndarray], values: list[Any], next_obs: list[Any], ended: Any
     ) -> None:
-        """Write ``m <= T`` checked steps from row ``pos`` on: ``values`` into the per-row arrays
-        ``targets``, ``next_obs`` the next observations, ``ended`` the episode ends (None: none), each
-        of ``m * n_envs`` entries (time-major)."""
+        """Write ``m <= T`` checked steps from row ``pos`` on: ``values`` into ``targets``, ``next_obs``
+        the next observations, ``ended`` the episode ends (None: none), each ``m * n_envs`` entries."""
         T, n, p = self.steps_per_env, self.n_envs, self.pos
-        if self.full or p + m > T:  # rows written before are overwritten: their episodes leave
-            self._drop_overwritten(p, m)
         head = min(m, T - p) * n  # the entries up to the ring's end, then the rest from row 0
-        rows = slice(p * n, p * n + head)
+        if self.full or head < m * n:  # rows written before are overwritten
+            self._overwrite(p, m, head)
         for array, value in zip(targets, values, strict=True):
             if head == m * n:
-                array[rows] = value
+                array[p * n : p * n + head] = value
             else:
-                array[rows], array[: m * n - head] = value[:head], value[head:]
+                array[p * n :], array[: m * n - head] = value[:head], value[head:]
         for pending, value in zip(self._pending.values(), next_obs, strict=True):
             pending[...] = value if m == 1 else value[-n:]  # a copy: the caller may change its arrays
         first_step = self._steps
         self._steps += m
         self.full = self.full or p + m >= T
+        self.pos = (p + m) % T
         if ended is not None:
-            for i in np.flatnonzero(ended).tolist():  # time order: ids grow with time
+            for i in np.flatnonzero(ended).tolist():  # in time order
                 step, env = divmod(i, n)
                 length = first_step + step + 1 - int(self._begin[env])
                 self._begin[env] = first_step + step + 1
                 final = {key: value[i] for key, value in zip(self.obs_specs, next_obs, strict=True)}
-                self._book_end(env, (p + step) % T, length, final, later=m - 1 - step)
+                self._book(env, (p + step) % T, length, final, later=m - 1 - step)
             self._earliest = int(self._begin.min())
         if self._steps - self._earliest > T:  # an unfinished episode has outgrown the ring
             for env in np.flatnonzero(self._steps - self._begin > T).tolist():
                 self._note_outgrown(env, self._steps - int(self._begin[env]))
-        self.pos = (p + m) % T
 
     _earliest = 0  # min(_begin): the start of the oldest unfinished episode (a class default, an int)
 
-    def _drop_overwritten(self, p: int, m: int) -> None:
-        """Drop from the windows the episodes whose first row is among the ``m`` rows from row ``p``.
+    def _overwrite(self, p: int, m: int, head: int) -> None:
+        """Before the ``m`` rows from row ``p`` on are written (``head`` entries up to the ring's end):
+        their episodes stop being sampled, and those whose last row is among them free their slot."""
+        n, slots = self.n_envs, self._slots
+        for slot in dict.fromkeys(slots[p * n : p * n + head].tolist() + slots[: m * n - head].tolist()):
+            if slot >= 0:
+                self._mark(slot, -2 - slot)
+                self._sampleable -= int(self._table[slot, 1])
+        slots[p * n : p * n + head], slots[: m * n - head] = -1, -1
+        for row in range(p, p + m):
+            self._free += self._ends.pop(row % self.steps_per_env, ())
 
-        Rows are overwritten oldest first, so those are the oldest episodes of their env's window.
-        """
-        T, n = self.steps_per_env, self.n_envs
-        if n <= 32:  # once the ring is full, on every env step: in Python, a tenth of the numpy calls
-            starts, lengths = self._window_start.tolist(), self._window_len.tolist()
-            envs = [env for env in range(n) if lengths[env] > 0 and (starts[env] - p) % T < m]
-        else:
-            envs = np.flatnonzero((self._window_len > 0) & ((self._window_start - p) % T < m)).tolist()
-        for env in envs:
-            start, left = int(self._window_start[env]), int(self._window_len[env])
-            while left > 0 and (start - p) % T < m:
-                length = int(self._ep_length[self._data["episode"][start * n + env] % len(self._ep_length)])
-                start, left = (start + length) % T, left - length
-            self._window_start[env], self._window_len[env] = start, left
-
-    def _book_end(self, env: int, last_row: int, length: int, final: dict[str, Any], later: int = 0) -> None:
+    def _book(self, env: int, last_row: int, length: int, final: dict[str, Any], later: int = 0) -> None:
         """Book env's episode of ``length`` steps ending on ``last_row``, with its final observation.
 
-        ``later``: steps of env already written after it (by the same block), over its first rows
-        when ``length + later > T``: the episode then stays out of the window, as the add of those
-        steps would have dropped it."""
-        T, n = self.steps_per_env, self.n_envs
+        ``later``: steps of env written after it by the same block; those that overwrote its first rows
+        leave it out of the samples, as the add of those steps would have."""
+        T = self.steps_per_env
         if length > T:  # it outgrew the ring and lost its first rows: never sampled
             self._note_outgrown(env, length)
             return
-        first = (last_row + 1 - length) % T
-        slot = self._new_slot()
-        ids, end = self._data["episode"], first + length  # entries row * n + env, wrapping at row T
-        ids[first * n + env : min(end, T) * n : n] = self._n_ended
-        ids[env : max(end - T, 0) * n : n] = self._n_ended
-        self._ep_start[slot], self._ep_length[slot], self._ep_env[slot] = first, length, env
+        if not self._free:  # every slot in use: double the table
+            size = len(self._table)
+            self._table = np.concatenate([self._table, np.zeros_like(self._table)])
+            self._finals = {key: np.concatenate([v, np.zeros_like(v)]) for key, v in self._finals.items()}
+            self._free = list(range(2 * size - 1, size - 1, -1))
+        slot = self._free.pop()
+        self._table[slot] = (last_row + 1 - length) % T, length, env
         for key, value in final.items():
             self._finals[key][slot] = value
-        self._n_ended += 1
-        if length + later <= T:  # else later steps of its block overwrote its first rows already
-            if self._window_len[env] == 0:
-                self._window_start[env] = first
-            self._window_len[env] += length
+        self._ends.setdefault(last_row, []).append(slot)  # freed when that row is overwritten
+        lost = max(length + later - T, 0)
+        self._mark(slot, slot if lost == 0 else -2 - slot, skip=lost)
+        self._sampleable += length if lost == 0 else 0
 
-    def _new_slot(self) -> int:
-        """The table entry of the next episode id, doubling the table while that entry is in use."""
-        n = self.n_envs
-        while True:
-            size = len(self._ep_length)
-            slot, old = self._n_ended % size, self._n_ended - size  # old: the id the entry holds
-            env = int(self._ep_env[slot])
-            # In use while its env's window holds it: windows drop their episodes oldest id first.
-            if (
-                old < 0
-                or self._window_len[env] == 0
-                or old < self._data["episode"][self._window_start[env] * n + env]
-            ):
-                return slot
-            ids = np.arange(self._n_ended - size, self._n_ended)  # entry id % size moves to id % (2 * size)
-            for table in ("_ep_start", "_ep_length", "_ep_env"):
-                grown = np.zeros(2 * size, np.int64)
-                grown[ids % (2 * size)] = getattr(self, table)[ids % size]
-                setattr(self, table, grown)
-            for key, values in self._finals.items():
-                self._finals[key] = np.zeros((2 * size, *values.shape[1:]), values.dtype)
-                self._finals[key][ids % (2 * size)] = values[ids % size]
+    def _mark(self, slot: int, value: int, skip: int = 0) -> None:
+        """Set the entries of the episode of ``slot`` but its first ``skip`` rows to ``value``: the slot
+        while it can be sampled, ``-2 - slot`` once a row of it is overwritten."""
+        T, n = self.steps_per_env, self.n_envs
+        first, length, env = self._table[slot].tolist()
+        begin, end = (
+            (first + skip, first + length) if first + skip < T else (first + skip - T, first + length - T)
+        )
+        self._slots[begin * n + env : min(end, T) * n : n] = value
+        self._slots[env : max(end - T, 0) * n : n] = value
 
     def _note_outgrown(self, env: int, length: int) -> None:
         """Note that env's episode of ``length`` steps outgrew the ring (a warning the first time)."""
@@ -747,22 +670,20 @@ class HerStorage:
         the next steps will not continue that episode. Returns the indices of the envs that were cut.
         """
         envs = np.flatnonzero(self._begin < self._steps)
-        if self.check_finite and len(envs):
-            for key, pending in self._pending.items():
-                values = pending[envs].reshape(len(envs), -1)
-                if values.dtype.kind in "fc" and not np.isfinite(values).all():
-                    bad = envs[~np.isfinite(values).all(axis=1)].tolist()
-                    raise ValueError(
-                        f"cannot end the unfinished episode(s) of env(s) {bad}: next_observations[{key!r}] given "
-                        "with their latest step holds non-finite values (NaN or inf), which would be their final "
-                        "observation; add a step with finite values first"
-                    )
+        for key, pending in self._pending.items() if self.check_finite and len(envs) else ():
+            values = pending[envs].reshape(len(envs), -1)
+            if values.dtype.kind in "fc" and not np.isfinite(values).all():
+                raise ValueError(
+                    f"cannot end the unfinished episode(s) of env(s) {envs[~np.isfinite(values).all(axis=1)].tolist()}: "
+                    f"next_observations[{key!r}] given with their latest step holds non-finite values (NaN or inf), "
+                    "which would be their final observation; add a step with finite values first"
+                )
         last = (self.pos - 1) % self.steps_per_env
         for env in envs.tolist():
             i = last * self.n_envs + env
             self._data["truncated"][i] = not self._data["terminated"][i]
             final = {key: pending[env] for key, pending in self._pending.items()}
-            self._book_end(env, last, int(self._steps - self._begin[env]), final)
+            self._book(env, last, int(self._steps - self._begin[env]), final)
             self._begin[env] = self._steps
         self._earliest = int(self._begin.min())
         return envs
@@ -794,33 +715,43 @@ class HerStorage:
         finally:
             self._lock.release()
 
+    def _draw(self, count: int) -> np.ndarray:
+        """``count`` entries drawn uniformly among those of the complete episodes still whole."""
+        written = self.num_transitions
+        share = self._sampleable / written
+        if share < 0.25:  # mostly unfinished episodes (early in a run): list the sampleable entries
+            sampleable = np.flatnonzero(self._slots[:written] >= 0)
+            return sampleable[
+                np.minimum((self.rng.random(count) * len(sampleable)).astype(np.int64), len(sampleable) - 1)
+            ]
+        drawn = []  # else draw among all written entries and keep the sampleable (rejection: uniform)
+        while count > 0:
+            index = (self.rng.random(int(count / share * 1.1) + 8) * written).astype(np.int64)
+            index = index[self._slots.take(np.minimum(index, written - 1, out=index)) >= 0][:count]
+            drawn.append(index)
+            count -= len(index)
+        return drawn[0] if len(drawn) == 1 else np.concatenate(drawn)
+
     def _sample(self, batch_size: int) -> dict[str, Any]:
         T, n, data = self.steps_per_env, self.n_envs, self._data
-        window_ends = np.cumsum(self._window_len)
-        total = int(window_ends[-1])
-        if total == 0:
+        if self._sampleable == 0:
             raise RuntimeError(self._why_nothing_to_sample())
-        n_relabel = int(self.her_ratio * batch_size)
-        uniforms = self.rng.random(batch_size + n_relabel)  # the transitions', then their goals'
-        # Uniform over all sampleable transitions, like stable-baselines3, without listing them: a draw
-        # in [0, total) names an env (by the cumulative window lengths) and an offset in its window.
-        draws = np.minimum((uniforms[:batch_size] * total).astype(np.int64), total - 1)
-        envs = np.searchsorted(window_ends, draws, side="right")
-        offsets = draws - (window_ends[envs] - self._window_len[envs])
-        rows = (self._window_start[envs] + offsets) % T
-        index = rows * n + envs  # entry of (row, env) in every per-row array
-        next_index = (rows + 1) % T * n + envs  # the next observation within an episode: the next row's
-        slot = data["episode"].take(index) % len(self._ep_length)
-        step = (rows - self._ep_start[slot]) % T  # the transition's step in its episode (which may wrap)
-        remaining = self._ep_length[slot] - step  # steps left in the episode, this one included
+        index = self._draw(batch_size)  # entries row * n + env
+        rows = index // n
+        slot = self._slots.take(index)
+        first, length = self._table.take(slot * 3), self._table.take(slot * 3 + 1)
+        step = (rows - first) % T  # the transition's step in its episode (which may wrap)
+        remaining = length - step  # steps left in the episode, this one included
+        next_index = (index + n) % (T * n)  # the next observation within an episode: the next row's
         last = np.flatnonzero(remaining == 1)  # an episode's last step: its next observation is the final one
+        # take, not indexing: as plain, and a third of the time for random rows of a large ring (most
+        # of a sample, which a training run calls once per gradient update).
         next_obs = {}
         for key, final in self._finals.items():
             next_obs[key] = data[f"obs/{key}"].take(next_index, axis=0)
             next_obs[key][last] = final[slot[last]]
-        # take, not indexing: as plain, and a third of the time for random rows of a large ring, which
-        # is most of a sample; sampling is called once per gradient update of a training run.
         terminated = data["terminated"].take(index)
+        n_relabel = int(self.her_ratio * batch_size)
         batch = {
             "observations": {key: data[f"obs/{key}"].take(index, axis=0) for key in self.obs_specs},
             "actions": data["action"].take(index, axis=0),
@@ -831,10 +762,46 @@ class HerStorage:
             "relabelled": np.arange(batch_size) >= batch_size - n_relabel,
         }
         if n_relabel:
-            relabel = slice(batch_size - n_relabel, None)
-            self._relabel(batch, index[relabel], envs[relabel], rows[relabel], slot[relabel], step[relabel],
-                          remaining[relabel], uniforms[batch_size:])  # fmt: skip
+            self._relabel(batch, slice(batch_size - n_relabel, None), index, slot, step, remaining)
         return batch
+
+    def _relabel(
+        self, batch: dict[str, Any], v: slice, index: Any, slot: Any, step: Any, remaining: Any
+    ) -> None:
+        """New goals for the transitions ``v`` of ``batch``, their rewards (and flags)."""
+        if self.reward_fn is None:
+            raise RuntimeError(
+                "this HerStorage has no reward_fn; give it with storage.set_functions(env.compute_reward) "
+                "(or use HerStorage.from_env) before sampling relabelled transitions"
+            )
+        if self.recompute_terminated and self.terminated_fn is None:
+            raise RuntimeError(
+                "recompute_terminated=True, but this HerStorage has no terminated_fn; give it with "
+                "storage.set_functions(reward_fn, terminated_fn)"
+            )
+        index, slot, step, remaining = index[v], slot[v], step[v], remaining[v]
+        delta = goal_step_offsets(self.goal_selection_strategy, step, remaining, self.rng.random(len(index)))
+        # The goal is the *next* achieved goal of step t + delta: the achieved goal of the entry after
+        # it (one row on, wrapping around the ring's end), or, for the episode's last step, the final one.
+        goal_index = (index + (delta + 1) * self.n_envs) % (self.steps_per_env * self.n_envs)
+        goals = self._data["obs/achieved_goal"].take(goal_index, axis=0)
+        last = np.flatnonzero(delta == remaining - 1)
+        goals[last] = self._finals["achieved_goal"][slot[last]]
+        # The goal is part of the state: the next observation pursues the same new goal.
+        batch["observations"]["desired_goal"][v] = batch["next_observations"]["desired_goal"][v] = goals
+        infos: Any = None
+        if self.info_keys:
+            infos = {key: self._data[f"info/{key}"].take(index, axis=0) for key in self.info_keys}
+        elif self.copy_info_dict:
+            infos = self._data["info_dict"].take(index)
+        # r_t depends on the state s_{t+1} the action led to: compare the *next* achieved goal.
+        achieved = batch["next_observations"]["achieved_goal"][v]
+        rewards = np.asarray(self.reward_fn(achieved, goals, infos), dtype=np.float32)
+        batch["rewards"][v] = rewards.reshape(len(goals))
+        if self.recompute_terminated:
+            assert self.terminated_fn is not None
+            flags = np.asarray(self.terminated_fn(achieved, goals, infos), dtype=np.float32)
+            batch["terminateds"][v] = flags.reshape(len(goals))
 
     def _why_nothing_to_sample(self) -> str:
         if self._outgrown.any():
@@ -851,41 +818,3 @@ class HerStorage:
             "Unable to sample before the end of the first episode. We recommend choosing a value "
             "for learning_starts that is greater than the maximum number of timesteps in the environment."
         )
-
-    def _relabel(self, batch: dict[str, Any], index: np.ndarray, envs: np.ndarray, rows: np.ndarray,
-                 slot: np.ndarray, step: np.ndarray, remaining: np.ndarray, uniforms: np.ndarray) -> None:  # fmt: skip
-        """New goals for the last ``len(index)`` transitions of ``batch``, their rewards (and flags)."""
-        if self.reward_fn is None:
-            raise RuntimeError(
-                "this HerStorage has no reward_fn; give it with storage.set_functions(env.compute_reward) "
-                "(or use HerStorage.from_env) before sampling relabelled transitions"
-            )
-        if self.recompute_terminated and self.terminated_fn is None:
-            raise RuntimeError(
-                "recompute_terminated=True, but this HerStorage has no terminated_fn; give it with "
-                "storage.set_functions(reward_fn, terminated_fn)"
-            )
-        v = slice(len(batch["relabelled"]) - len(index), None)
-        delta = goal_step_offsets(self.goal_selection_strategy, step, remaining, uniforms)
-        # The goal is the *next* achieved goal of step t + delta: the achieved goal of the row after it
-        # (wrapping around the ring's end), or, for the episode's last step, the final observation's.
-        goal_index = (rows + delta + 1) % self.steps_per_env * self.n_envs + envs
-        goals = self._data["obs/achieved_goal"].take(goal_index, axis=0)
-        last = np.flatnonzero(delta == remaining - 1)
-        goals[last] = self._finals["achieved_goal"][slot[last]]
-        # The goal is part of the state: the next observation pursues the same new goal.
-        batch["observations"]["desired_goal"][v] = goals
-        batch["next_observations"]["desired_goal"][v] = goals
-        infos: Any = None
-        if self.info_keys:
-            infos = {key: self._data[f"info/{key}"].take(index, axis=0) for key in self.info_keys}
-        elif self.copy_info_dict:
-            infos = self._data["info_dict"].take(index)
-        # r_t depends on the state s_{t+1} the action led to: compare the *next* achieved goal.
-        achieved = batch["next_observations"]["achieved_goal"][v]
-        rewards = np.asarray(self.reward_fn(achieved, goals, infos), dtype=np.float32)
-        batch["rewards"][v] = rewards.reshape(len(goals))
-        if self.recompute_terminated:
-            assert self.terminated_fn is not None
-            flags = np.asarray(self.terminated_fn(achieved, goals, infos), dtype=np.float32)
-            batch["terminateds"][v] = flags.reshape(len(goals))
