@@ -1,18 +1,15 @@
 """Episode-aware ring storage for Hindsight Experience Replay, free of any RL framework.
 
-Layout, as stable-baselines3's (so ``capacity`` means the same): a ring of ``T = capacity // n_envs``
-rows, each row one step of every env. Each stored quantity is one array of ``T * n_envs`` entries,
-entry ``row * n_envs + env`` (:meth:`HerStorage.rows` shows them as ``(T, n_envs, ...)``).
+A ring of ``T = capacity // n_envs`` rows (stable-baselines3's layout), each row one step of every env;
+each stored quantity is one array of ``T * n_envs`` entries, entry ``row * n_envs + env``. Each
+observation is stored **once**: the next observation of step ``t`` is the observation of step ``t + 1``
+in the next row, and an episode's final observation is kept in a table of episodes (slot: first row,
+length, env, final observation). For 50-step episodes this halves the memory of ``obs`` + ``next_obs``.
 
-Each observation is stored **once**: within an episode the next observation of step ``t`` is the
-observation of step ``t + 1``, in the next row. The next observation of an episode's last step (its
-final observation) is kept in a table of episodes, beside the episode's first row, length and env.
-For 50-step episodes this halves the memory that storing ``obs`` and ``next_obs`` side by side takes.
-
-Each entry holds the table slot of its episode once the episode has ended, -1 before. Overwriting a
-row drops its whole episode (its entries go back to -1, its slot is freed). Sampling draws entries
-uniformly among those written and keeps the ones with a slot: uniform over the transitions of the
-complete episodes still whole, in O(batch) while those are most of the ring.
+Each entry holds its episode's slot once the episode has ended (-1 before). Overwriting a row of an
+episode takes the whole episode out of the samples (its entries become ``-2 - slot``); its slot is
+freed when its last row is overwritten. Sampling draws entries uniformly among those written and
+keeps those with a slot: uniform over the transitions of the complete episodes still whole, O(batch).
 """
 
 from __future__ import annotations
@@ -47,55 +44,43 @@ __all__ = ["GoalFn", "HerStorage"]
 GoalFn = Callable[[np.ndarray, np.ndarray, Any], Any]
 
 SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype")
-ROW_NAMES = ("observations", "next_observations", "actions", "rewards", "terminateds", "truncateds",
-             "episode_starts", "episode_lengths", "infos")  # fmt: skip
-FIRST_TABLE_SIZE = 16  # episode table entries at first (doubled when all are in use)
+FIRST_TABLE_SIZE = 16  # episode table slots at first (doubled when all are in use)
+STOCK_NAMES = {"actions": "action", "rewards": "reward", "terminateds": "terminated"}
+ROW_NAMES = [*STOCK_NAMES, "observations", "next_observations", "truncateds", "episode_starts"]
+ROW_NAMES += ["episode_lengths", "infos"]
 
 
 class HerStorage:
     """Replay storage with hindsight relabelling for any training loop (numpy in, numpy or torch out).
 
     Args:
-        capacity: number of transitions kept (``capacity // n_envs`` steps per environment).
-        observation_space: the goal env's ``spaces.Dict`` (or ``{key: (shape, dtype)}``); it must hold
+        capacity: transitions kept (``capacity // n_envs`` steps per env, as stable-baselines3's).
+        observation_space: the goal env's ``spaces.Dict`` (or ``{key: (shape, dtype)}``), with
             ``achieved_goal`` and ``desired_goal`` of the same shape and dtype.
-        action_space: the action space (or a ``(shape, dtype)`` pair). Integer actions must lie in the
-            space (``Discrete``, ``MultiDiscrete``, ``MultiBinary``, an integer ``Box``).
-        reward_fn: ``reward_fn(achieved_goal, desired_goal, infos)`` returning rewards of shape ``(B,)``,
-            usually the env's ``compute_reward`` (see :meth:`from_env`). ``infos``: with
-            ``info_keys``, a dict ``{key: (B, ...) array}`` of the stored info columns; else with
-            ``copy_info_dict`` the object array of the stored info dicts; else ``None``. It may be
-            ``None`` here and given later with :meth:`set_functions`, before sampling relabels.
-        n_envs: number of environments adding one transition each per step.
-        n_sampled_goal: ``k`` relabelled transitions per real one: a share ``1 - 1/(k+1)`` of each
-            batch is relabelled (the exact count of stable-baselines3: ``int(share * batch_size)``).
-        goal_selection_strategy: ``"future"`` (inclusive of the current step), ``"final"``, ``"episode"``,
-            a :class:`~her.strategies.GoalSelectionStrategy`, or a name given to
-            :func:`~her.strategies.register_strategy`.
-        info_keys: the info entries the reward reads (the env's ``reward_info_keys``; :meth:`from_env`
-            reads them): a sequence of keys, whose shapes and dtypes come from the first infos added,
-            or ``{key: (shape, dtype)}``. Stored as columns, cheap; every added info must hold them.
-        copy_info_dict: keep each transition's whole info dict and pass them to ``reward_fn`` (slow;
-            for envs whose reward reads the info without declaring ``reward_info_keys``).
-        recompute_terminated: for relabelled transitions, replace the stored ``terminated`` by
-            ``terminated_fn(next_achieved_goal, new_goal, infos)`` (stable-baselines3 keeps the
-            stored flag, its issue #627). Off by default for parity.
-        terminated_fn: the env's ``compute_terminated``; required with ``recompute_terminated`` when
-            ``reward_fn`` is given (otherwise both come later, through :meth:`set_functions`).
-        device: ``None`` to sample numpy arrays, or a torch device to sample torch tensors there.
-        seed: seed of the storage's own ``np.random.Generator`` (an int, a ``SeedSequence``, a
-            ``Generator``, or ``None`` for fresh entropy). NumPy's global random state is never used.
-        pickle_functions: whether pickling keeps ``reward_fn`` and ``terminated_fn`` (else ``None``).
-        check_finite: refuse float observations, actions and rewards that are NaN or infinite (as
-            stored: a float64 1e300 is infinite in a float32 field).
+        action_space: a gymnasium space or a ``(shape, dtype)`` pair; integer actions must lie in it.
+        reward_fn: ``reward_fn(achieved_goal, desired_goal, infos) -> (B,)``, usually the env's
+            ``compute_reward`` (:meth:`from_env`); ``infos`` are the stored info columns
+            ``{key: (B, ...)}`` (``info_keys``), else the info dicts (``copy_info_dict``), else None.
+            May come later, through :meth:`set_functions`.
+        n_envs: envs adding one transition each per :meth:`add`.
+        n_sampled_goal: ``k``: the last ``int((1 - 1/(k+1)) * B)`` transitions of a batch are
+            relabelled (stable-baselines3's count).
+        goal_selection_strategy: ``"future"`` (inclusive), ``"final"``, ``"episode"``, or a name
+            given to :func:`~her.strategies.register_strategy`.
+        info_keys: the info entries the reward reads (the env's ``reward_info_keys``), stored as
+            columns: keys (shapes and dtypes from the first infos) or ``{key: (shape, dtype)}``.
+        copy_info_dict: keep every info dict and pass them to ``reward_fn`` (slow).
+        recompute_terminated, terminated_fn: relabelled transitions get ``terminated_fn(next
+            achieved goal, new goal, infos)`` (the env's ``compute_terminated``) as their flag.
+        device: None for numpy batches, or a torch device for tensors there.
+        seed: of the storage's own ``np.random.Generator`` (NumPy's global state is never used).
+        pickle_functions: whether a pickle keeps ``reward_fn`` and ``terminated_fn``.
+        check_finite: refuse NaN and inf in float observations, actions and rewards, as stored.
 
-    :meth:`add` stores one step of every env, :meth:`extend` a block of steps; both copy what they
-    store, and refuse (one line naming the argument) a step or block that does not fit the spaces
-    before storing any of it. One thread at a time: a second thread gets
-    :class:`~goalenvs.core.ConcurrentUseError`. :meth:`sample` returns a finished batch: ``{"observations":
-    {key: (B, ...)}, "actions", "rewards", "next_observations", "terminateds", "truncateds",
-    "relabelled"}`` (rewards and flags float32); the last ``int(share * B)`` entries are relabelled.
-    Pickling saves the rows written so far, not the whole capacity.
+    :meth:`add` stores one step of every env, :meth:`extend` a block of steps; both refuse what does
+    not fit the spaces before storing any of it. A second thread entering gets
+    :class:`~goalenvs.core.ConcurrentUseError`. :meth:`sample` returns a finished batch (numpy, or
+    torch on ``device``). A pickle holds the rows written so far, not the whole capacity.
     """
 
     def __init__(
@@ -117,60 +102,47 @@ class HerStorage:
         pickle_functions: bool = True,
         check_finite: bool = True,
     ) -> None:
-        capacity = check_int("capacity", capacity, 1)
         self.n_envs = check_int("n_envs", n_envs, 1)
-        self.steps_per_env = max(capacity // self.n_envs, 1)
+        self.steps_per_env = max(check_int("capacity", capacity, 1) // self.n_envs, 1)
         self.n_sampled_goal = check_int("n_sampled_goal", n_sampled_goal, 0)
         self.goal_selection_strategy = parse_strategy(goal_selection_strategy)
         # Same expression as stable-baselines3, so int(her_ratio * batch_size) agrees to the last bit.
         self.her_ratio = 1 - (1.0 / (self.n_sampled_goal + 1))
         self.recompute_terminated = bool(recompute_terminated)
-        self.reward_fn: GoalFn | None = None
-        self.terminated_fn: GoalFn | None = None
         self.set_functions(reward_fn, terminated_fn)
-        self.pickle_functions = bool(pickle_functions)
-        self.copy_info_dict = bool(copy_info_dict)
-        self.check_finite = bool(check_finite)
-        self.device = device
+        self.pickle_functions, self.copy_info_dict = bool(pickle_functions), bool(copy_info_dict)
+        self.check_finite, self.device = bool(check_finite), device
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
         self.obs_specs = field_specs(observation_space)
         self.action_spec = action_spec(action_space)
         self.action_bounds = integer_bounds(action_space)  # (low, high) of integer actions, or None
-        self.info_specs: dict[str, Spec] | None = None  # the info columns' specs, once known
-        self.info_keys: tuple[str, ...] = ()
-        if isinstance(info_keys, Mapping):
-            self.info_specs = {key: (tuple(s), np.dtype(d)) for key, (s, d) in info_keys.items()}
-            self.info_keys = tuple(self.info_specs)
-        elif info_keys is not None:
-            self.info_keys = tuple(info_keys)
+        # The info columns' specs: given, or from the first infos added.
+        given = info_keys if isinstance(info_keys, Mapping) else None
+        self.info_specs = {k: (tuple(s), np.dtype(d)) for k, (s, d) in given.items()} if given else None
+        self.info_keys: tuple[str, ...] = tuple(info_keys or ())
         self._lock = threading.Lock()
         self._step_fields = self._fields((self.n_envs,))
         k = len(self.obs_specs)
         self._float_fields = [i for i, (_, d) in enumerate(self._step_fields[1][: k + 2]) if d.kind in "fc"]
-        self._warn_if_beyond_memory()
         self._allocate()
 
     @classmethod
     def from_env(cls, env: Any, capacity: int, **kwargs: Any) -> HerStorage:
-        """Storage shaped for ``env`` (a gymnasium env or vector env, or a stable-baselines3 VecEnv).
-
-        Takes the spaces and number of envs from ``env``, its ``compute_reward`` (and
-        ``compute_terminated`` when defined), resolved once to functions of this process, and its
-        ``reward_info_keys`` (:func:`goalenvs.core.resolve_env_function`). Other keyword arguments
-        go to the constructor.
-        """
+        """Storage for ``env`` (gymnasium env or vector env, or stable-baselines3 VecEnv): its spaces,
+        number of envs, ``reward_info_keys``, and ``compute_reward`` (and ``compute_terminated``)
+        resolved once to functions of this process (:func:`goalenvs.core.resolve_env_function`)."""
         from goalenvs.core import resolve_env_attribute, resolve_env_function, resolve_env_function_or_reason
 
         obs_space = getattr(env, "single_observation_space", None) or env.observation_space
         act_space = getattr(env, "single_action_space", None) or env.action_space
-        reward_fn = kwargs.pop("reward_fn", None)
+        reward_fn, reason = kwargs.pop("reward_fn", None), None
         if reward_fn is None:
             reward_fn, reason = resolve_env_function_or_reason(env, "compute_reward")
-            if reward_fn is None:
-                name = type(env).__name__
-                raise ValueError(
-                    f"could not get compute_reward of {name} in this process ({reason}); pass reward_fn="
-                )
+        if reward_fn is None:
+            name = type(env).__name__
+            raise ValueError(
+                f"could not get compute_reward of {name} in this process ({reason}); pass reward_fn="
+            )
         if kwargs.get("terminated_fn") is None:
             kwargs["terminated_fn"] = resolve_env_function(env, "compute_terminated")
         if kwargs.get("info_keys") is None and not kwargs.get("copy_info_dict"):
@@ -188,8 +160,7 @@ class HerStorage:
                 "recompute_terminated=True needs terminated_fn (the env's compute_terminated); "
                 "pass it, or use HerStorage.from_env on an env that defines compute_terminated"
             )
-        self.reward_fn = reward_fn
-        self.terminated_fn = terminated_fn
+        self.reward_fn, self.terminated_fn = reward_fn, terminated_fn
 
     def check_spaces(self, observation_space: Any, action_space: Any, n_envs: int | None = None) -> None:
         """Raise ``ValueError`` unless this storage holds steps of these spaces (shapes and dtypes;
@@ -212,14 +183,11 @@ class HerStorage:
     def _row_specs(self) -> dict[str, Spec]:
         """``{name: (shape, dtype)}`` of every per-entry array."""
         specs = {f"obs/{key}": spec for key, spec in self.obs_specs.items()}
-        specs["action"] = self.action_spec
-        specs["reward"] = ((), np.dtype(np.float32))
+        specs["action"], specs["reward"] = self.action_spec, ((), np.dtype(np.float32))
         specs["terminated"] = specs["truncated"] = ((), np.dtype(bool))
-        specs["slot"] = ((), np.dtype(np.int64))  # the table slot of the entry's ended episode, or -1
+        specs["slot"] = ((), np.dtype(np.int64))  # the entry's episode's slot (see the module docstring)
         specs.update({f"info/{key}": spec for key, spec in (self.info_specs or {}).items()})
-        if self.copy_info_dict:
-            specs["info_dict"] = ((), np.dtype(object))
-        return specs
+        return {**specs, "info_dict": ((), np.dtype(object))} if self.copy_info_dict else specs
 
     def planned_nbytes(self) -> int:
         """Bytes of the arrays the storage allocates (all of :attr:`nbytes`), known before allocating."""
@@ -228,43 +196,34 @@ class HerStorage:
         entries = self.steps_per_env * self.n_envs
         return entries * per_row + FIRST_TABLE_SIZE * (obs + 3 * 8) + self.n_envs * (obs + 2 * 8)
 
-    def _sizes_text(self) -> str:
-        steps, n, needed = self.steps_per_env, self.n_envs, self.planned_nbytes()
-        return (
-            f"HerStorage(capacity={steps * n}) (stable-baselines3's buffer_size; {steps} steps per env x "
-            f"n_envs={n}) needs {needed:,} bytes ({needed / 2**30:,.1f} GiB)"
+    def _allocate(self) -> None:
+        n, size, needed = self.n_envs, self.steps_per_env * self.n_envs, self.planned_nbytes()
+        sizes = (
+            f"HerStorage(capacity={size}) (stable-baselines3's buffer_size; {self.steps_per_env} steps per "
+            f"env x n_envs={n}) needs {needed:,} bytes ({needed / 2**30:,.1f} GiB)"
         )
-
-    def _warn_if_beyond_memory(self) -> None:
-        needed, available = self.planned_nbytes(), available_memory()
-        if available is not None and needed > available:
+        available = available_memory()
+        if available is not None and needed > available and not hasattr(self, "_data"):  # at construction
             info = ", not counting the info dicts" if self.copy_info_dict else ""
             warnings.warn(
-                f"{self._sizes_text()}{info}, more than the {available:,} bytes ({available / 2**30:,.1f} "
-                "GiB) of memory available: it may exhaust memory as it fills; lower capacity",
-                UserWarning,
+                f"{sizes}{info}, more than the {available:,} bytes ({available / 2**30:,.1f} GiB) of memory "
+                "available: it may exhaust memory as it fills; lower capacity",
                 stacklevel=3,
             )
-
-    def _allocate(self) -> None:
-        n, size = self.n_envs, self.steps_per_env * self.n_envs
         try:  # np.zeros maps zero pages lazily: construction costs O(1), not O(capacity)
             self._data = {name: np.zeros((size, *s), d) for name, (s, d) in self._row_specs().items()}
         except (MemoryError, ValueError):  # numpy's message names an array shape, not the argument
-            raise MemoryError(f"{self._sizes_text()}, which could not be allocated; lower capacity") from None
+            raise MemoryError(f"{sizes}, which could not be allocated; lower capacity") from None
         self._data["slot"][:] = -1
         self.pos, self.full = 0, False  # the row of the next write; whether the ring has wrapped
-        self._steps = self._sampleable = 0  # steps written per env; entries in the table's episodes
-        # The episode table: per slot the first row, length and env, and the final observation.
-        self._table = np.zeros((FIRST_TABLE_SIZE, 3), np.int64)
+        self._steps = self._sampleable = 0  # steps written per env; entries that can be sampled
+        self._table = np.zeros((FIRST_TABLE_SIZE, 3), np.int64)  # per slot: first row, length, env
         self._finals = {key: np.zeros((FIRST_TABLE_SIZE, *s), d) for key, (s, d) in self.obs_specs.items()}
         self._free = list(range(FIRST_TABLE_SIZE - 1, -1, -1))  # free slots (pop: the lowest)
         self._ends: dict[int, list[int]] = {}  # per row, the slots of the episodes that end there
         # Per env: the step count at which the unfinished episode began (its length is _steps - _begin),
-        # the longest episode that outgrew the ring, and the next observation given with the latest
-        # step (the final one, should the episode be cut there).
-        self._begin = np.zeros(n, np.int64)
-        self._outgrown = np.zeros(n, np.int64)
+        # the longest episode that outgrew the ring, the next observation given with the latest step.
+        self._begin, self._outgrown = np.zeros(n, np.int64), np.zeros(n, np.int64)
         self._pending = {key: np.zeros((n, *s), d) for key, (s, d) in self.obs_specs.items()}
         self._prepare()
 
@@ -280,9 +239,9 @@ class HerStorage:
         self._allocate()
 
     def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        for name in ("_lock", "_targets", "_slots", "_obs_values"):  # made again by __setstate__
-            state.pop(name, None)
+        state = {
+            k: v for k, v in self.__dict__.items() if k not in ("_lock", "_targets", "_slots", "_obs_values")
+        }
         state["_data"] = {name: array[: self.num_transitions] for name, array in self._data.items()}
         if not self.pickle_functions:
             state["reward_fn"] = state["terminated_fn"] = None
@@ -291,9 +250,7 @@ class HerStorage:
     def __setstate__(self, state: dict[str, Any]) -> None:
         stored = state.pop("_data")
         self.__dict__.update(state)
-        self._lock = threading.Lock()
-        size = self.steps_per_env * self.n_envs
-        self._data = {}
+        self._lock, self._data, size = threading.Lock(), {}, self.steps_per_env * self.n_envs
         for name, array in stored.items():
             self._data[name] = np.zeros((size, *array.shape[1:]), array.dtype)
             self._data[name][: len(array)] = array
@@ -336,52 +293,40 @@ class HerStorage:
         """Lengths of the complete episodes that can be sampled, per env (oldest first) concatenated."""
         T = self.steps_per_env
         slots = self._grid("slot")[(np.arange(T) + (self.pos if self.full else 0)) % T]  # oldest row first
-        out = []
-        for column in slots.T:
-            column = column[column >= 0]
-            out.append(self._table[column[np.diff(column, prepend=-1) != 0], 1])  # one slot per episode
-        return np.concatenate(out)
+        firsts = [column[(column >= 0) & (np.diff(column, prepend=-1) != 0)] for column in slots.T]
+        return self._table[np.concatenate(firsts), 1]
 
     def rows(self, name: str) -> Any:
-        """Stored ``name`` as read-only arrays of shape ``(steps_per_env, n_envs, ...)``, for inspection.
-
-        stable-baselines3's layout (row ``pos - 1`` is the latest step): ``"observations"`` (views),
-        ``"next_observations"`` (assembled, a copy: the next row's observation within an episode, the
-        kept final observation after an episode's end, the pending one after the latest step, zeros
-        where unknown), ``"actions"``, ``"rewards"``, ``"terminateds"``, ``"truncateds"`` (views),
-        ``"episode_starts"`` (each row's episode's first row where known, else 0), ``"episode_lengths"``
-        (its length where it can be sampled, else 0), ``"infos"`` (the kept info dicts, else ``{}``).
-        """
+        """Stored ``name`` as read-only ``(steps_per_env, n_envs, ...)`` arrays in stable-baselines3's
+        layout (row ``pos - 1`` is the latest step), for inspection: ``"observations"``, ``"actions"``,
+        ``"rewards"``, ``"terminateds"``, ``"truncateds"`` (views); ``"next_observations"`` (a copy: the
+        next row's observation, an episode's final one, the one given with the latest step, else
+        zeros); ``"episode_starts"`` (0 where unknown); ``"episode_lengths"`` (where it can be
+        sampled, else 0); ``"infos"`` (the kept info dicts, else ``{}``)."""
         if name not in ROW_NAMES:
-            raise ValueError(f"name must be one of {list(ROW_NAMES)}, got {name!r}")
+            raise ValueError(f"name must be one of {ROW_NAMES}, got {name!r}")
         T, n = self.steps_per_env, self.n_envs
+        if name in STOCK_NAMES:
+            return readonly(self._grid(STOCK_NAMES[name]))
         if name == "observations":
             return {key: readonly(self._grid(f"obs/{key}")) for key in self.obs_specs}
         if name == "truncateds":  # a step both terminated and truncated counts as terminated
             return readonly(self._grid("truncated") & ~self._grid("terminated"))
-        single = {"actions": "action", "rewards": "reward", "terminateds": "terminated"}
-        if name in single:
-            return readonly(self._grid(single[name]))
         if name == "infos":  # rows never written hold np.zeros' 0
             kept = self._data.get("info_dict", np.zeros(T * n, object))
             return readonly(object_array([i if isinstance(i, Mapping) else {} for i in kept]).reshape(T, n))
-        row = np.arange(T)[:, None]
-        written = row < (T if self.full else self.pos)
+        row, raw = np.arange(T)[:, None], self._grid("slot")
         current_len, current_start = self.current_episode_lengths, self.current_episode_starts
-        current = written & ((row - current_start) % T < current_len)
-        raw = self._grid("slot")
+        current = (row < (T if self.full else self.pos)) & ((row - current_start) % T < current_len)
         slot, known = np.where(raw >= 0, raw, -2 - raw), raw != -1  # rows of ended episodes
         start, length = self._table[slot, 0], np.where(known, self._table[slot, 1], 0)
         if name == "episode_starts":
             return readonly(np.where(current, current_start, np.where(known, start, 0)))
         if name == "episode_lengths":
             return readonly(np.where(raw >= 0, length, 0))
-        # Within an episode the next observation is the next row's; after its end, the kept final
-        # observation; after the latest step of an unfinished one, the pending one; else zeros.
         last = known & ((row - start) % T == length - 1)
         latest = current & ((row - current_start) % T == current_len - 1)
-        following = (current & ~latest) | (known & ~last)
-        out = {}
+        following, out = (current & ~latest) | (known & ~last), {}
         for key in self.obs_specs:
             obs = self._grid(f"obs/{key}")
             values = np.zeros_like(obs)
@@ -404,17 +349,12 @@ class HerStorage:
     ) -> None:
         """Store one step of every env (leading axis ``n_envs`` on every argument).
 
-        ``next_observations`` are the observations the step led to: for an env whose episode ended
-        (``terminated or truncated``; both count as terminated) its final observation, not the reset
-        one. Within an episode the next observation of a step is the one passed with the following
-        step; the one passed here serves if the episode ends or is cut. ``infos``: None, a list of
-        per-env dicts, or gymnasium's dict of arrays (kept with ``info_keys`` or ``copy_info_dict``).
-
-        Every array is checked first (shape ``(n_envs, *shape)`` give or take axes of length 1, a dtype
-        that casts to the stored one without changing what the values mean, values the stored dtype
-        and an integer action space can hold, the observation keys, with ``check_finite`` finite
-        values as stored): a bad one raises ``ValueError`` or ``TypeError`` naming it, and nothing of
-        the step is stored.
+        ``next_observations``: what the step led to; where an episode ended (``terminated or
+        truncated``; both count as terminated) the final observation, not the reset one. ``infos``:
+        None, per-env dicts, or gymnasium's dict of arrays. Every array is checked first (shape, give
+        or take axes of length 1; a dtype that casts without changing what the values mean; values
+        the stored dtype and an integer action space hold; finite as stored, with ``check_finite``):
+        a bad one raises ``ValueError`` or ``TypeError`` naming it, and nothing of the step is stored.
         """
         self._store(observations, actions, rewards, terminateds, truncateds, infos, next_observations, None)
 
@@ -428,12 +368,8 @@ class HerStorage:
         infos: Any,
         next_observations: Mapping[str, np.ndarray],
     ) -> None:
-        """Store a block of ``m`` consecutive steps of every env: :meth:`add` with a leading time axis.
-
-        Shapes ``(m, n_envs, ...)`` (axes of length 1 may be left out, e.g. ``(m, *shape)`` for one
-        env); ``infos``: None, or ``m`` per-step infos as :meth:`add` takes them. The same as ``m``
-        calls of :meth:`add` (episodes end where ``terminated or truncated``), checked as a whole first.
-        """
+        """Store ``m`` consecutive steps of every env: ``m`` calls of :meth:`add` as one, shapes
+        ``(m, n_envs, ...)`` (axes of length 1 may be left out), ``infos`` None or ``m`` per-step infos."""
         m = len(rewards) if hasattr(rewards, "__len__") else 1
         self._store(observations, actions, rewards, terminateds, truncateds, infos, next_observations, m)
 
@@ -447,8 +383,8 @@ class HerStorage:
             )
 
     def _fields(self, lead: tuple[int, ...]) -> tuple[list[str], tuple[Spec, ...]]:
-        """Labels and ``(shape, dtype)`` of a step's (``lead`` ``(n_envs,)``) or a block's (``(m, n_envs)``)
-        arrays, in :meth:`_store`'s order: observations, action, reward, two flags, next observations."""
+        """Labels and specs of a step's (``lead`` ``(n_envs,)``) or a block's (``(m, n_envs)``) arrays,
+        in :meth:`_store`'s order: observations, action, reward, two flags, next observations."""
         obs = [(f"observations[{k!r}]", (*lead, *s), d) for k, (s, d) in self.obs_specs.items()]
         shape, dtype = self.action_spec
         fields = [*obs, ("actions", (*lead, *shape), dtype), ("rewards", lead, np.dtype(np.float32))]
@@ -462,15 +398,10 @@ class HerStorage:
         """Check, then write, one step (``m`` None) or a block of ``m`` steps."""
         self._enter("add" if m is None else "extend")
         try:
-            n, k, values_of = self.n_envs, len(self.obs_specs), self._obs_values
-            try:  # both dicts of the space's keys (as many, each there)
-                arrays = [*values_of(obs), actions, rewards, term, trunc, *values_of(nxt)]
-                usual = type(obs) is dict and type(nxt) is dict and len(obs) == len(nxt) == k
-            except (KeyError, IndexError, TypeError, AttributeError, ValueError):
-                usual = False
-            if not usual:
-                check_keys(obs, self.obs_specs, "observations")
-                check_keys(nxt, self.obs_specs, "next_observations")
+            n, k = self.n_envs, len(self.obs_specs)
+            check_keys(obs, self.obs_specs, "observations")
+            check_keys(nxt, self.obs_specs, "next_observations")
+            arrays = [*self._obs_values(obs), actions, rewards, term, trunc, *self._obs_values(nxt)]
             labels, specs = self._step_fields if m is None else self._fields((m, n))
             # A training run's steps all have exactly the spaces' shapes and dtypes: one comparison of
             # them all instead of the full check of each array (which costs more than the write).
@@ -479,7 +410,13 @@ class HerStorage:
             except AttributeError:  # not arrays
                 usual = False
             if not usual:
-                arrays = self._checked(arrays, labels, specs, m)
+                text, axis = "n_envs={}" if m is None else f"steps={m}, n_envs={{}}", int(m is not None)
+                kinds = [None] * (k + 2) + ["biu", "biu"] + [None] * k  # flags: integers too (nonzero: True)
+                bounds = [None] * k + [self.action_bounds] + [None] * (k + 3)  # integer actions: in the space
+                cases = zip(arrays, labels, specs, bounds, kinds, strict=True)
+                arrays = [
+                    checked(a, *spec, label, text, False, b, kind, axis) for a, label, spec, b, kind in cases
+                ]
             terminated, truncated = arrays[k + 2], arrays[k + 3]
             if m is None:  # a step's (n_envs,) flags: tolist, a third of a numpy call
                 ends = any(terminated.tolist()) or any(truncated.tolist())
@@ -497,27 +434,13 @@ class HerStorage:
             m, T = m or 1, self.steps_per_env
             for start in range(0, m * n, T * n):  # chunks of T steps at most: each writes a row once
                 chunk = slice(start, start + T * n)
+                chunks = [a[chunk] for a in values], [a[chunk] for a in next_obs]
                 ended = None if done is None else done[chunk]
-                chunks = (
-                    ([a[chunk] for a in values], [a[chunk] for a in next_obs])
-                    if m > T
-                    else (values, next_obs)
+                self._write(
+                    min(T, m - start // n), targets, *(chunks if m > T else (values, next_obs)), ended
                 )
-                self._write(min(T, m - start // n), targets, *chunks, ended)
         finally:
             self._lock.release()
-
-    def _checked(
-        self, arrays: list[Any], labels: list[str], specs: tuple[Spec, ...], m: int | None
-    ) -> list[Any]:
-        """Each array checked, and converted where needed, by :func:`checked` (raises, naming it)."""
-        k, text = len(self.obs_specs), "n_envs={}" if m is None else f"steps={m}, n_envs={{}}"
-        kinds = [None] * (k + 2) + ["biu", "biu"] + [None] * k  # flags: integers too (nonzero is True)
-        bounds = [None] * k + [self.action_bounds] + [None] * (k + 3)  # integer actions: in the space
-        out = []
-        for a, label, (shape, dtype), bound, kind in zip(arrays, labels, specs, bounds, kinds, strict=True):
-            out.append(checked(a, shape, dtype, label, text, False, bound, kind, env_axis=int(m is not None)))
-        return out
 
     def _check_finite(
         self, arrays: list[Any], labels: list[str], specs: tuple[Spec, ...], m: int | None, done: Any
@@ -527,21 +450,19 @@ class HerStorage:
         Next observations are stored only where an episode ends: only there must they be finite.
         """
         # One sum of all the float values: finite only if each is (or a false alarm from an overflow of
-        # huge ones, which the exact test of each array then lets pass). add runs on every env step of
-        # a training run: a step's few values are summed in Python (tolist), a third of the cost of a
-        # numpy call per array (~1.5 us of the ~8 us an add costs); a block's many in numpy.
+        # huge ones, which the exact test of each array then lets pass). A step's few values are summed
+        # in Python (tolist), a third of the cost of a numpy call per array: ~1 us of each env step.
         floats = [arrays[i] for i in self._float_fields]
         if not math.isfinite(
             abs(sum([sum(a.ravel().tolist()) if a.size < 256 else a.sum() for a in floats]))
         ):
             for i in self._float_fields:
                 checked(arrays[i], *specs[i], labels[i], "n_envs={}", True, env_axis=int(m is not None))
-        if done is not None:  # (the episode ends of the step or block, flat)
-            k, n = len(self.obs_specs), self.n_envs
-            for label, value in zip(labels[k + 4 :], arrays[k + 4 :], strict=True):
-                ended = value.reshape(len(done), -1)[done]
-                if ended.dtype.kind in "fc" and not np.isfinite(ended).all():
-                    raise non_finite(label, (np.flatnonzero(done) % n)[~np.isfinite(ended).all(axis=1)])
+        k, n = len(self.obs_specs), self.n_envs
+        for label, value in zip(labels[k + 4 :], arrays[k + 4 :], strict=True) if done is not None else ():
+            ended = value.reshape(len(done), -1)[done]  # the next observations stored: where episodes end
+            if ended.dtype.kind in "fc" and not np.isfinite(ended).all():
+                raise non_finite(label, (np.flatnonzero(done) % n)[~np.isfinite(ended).all(axis=1)])
 
     def _kept_infos(self, infos: Any, m: int | None) -> dict[str, np.ndarray]:
         """The info columns (and, with ``copy_info_dict``, the info dicts) of one step or a block."""
@@ -584,17 +505,14 @@ class HerStorage:
                 array[p * n :], array[: m * n - head] = value[:head], value[head:]
         for pending, value in zip(self._pending.values(), next_obs, strict=True):
             pending[...] = value if m == 1 else value[-n:]  # a copy: the caller may change its arrays
-        first_step = self._steps
-        self._steps += m
-        self.full = self.full or p + m >= T
-        self.pos = (p + m) % T
-        if ended is not None:
-            for i in np.flatnonzero(ended).tolist():  # in time order
-                step, env = divmod(i, n)
-                length = first_step + step + 1 - int(self._begin[env])
-                self._begin[env] = first_step + step + 1
-                final = {key: value[i] for key, value in zip(self.obs_specs, next_obs, strict=True)}
-                self._book(env, (p + step) % T, length, final, later=m - 1 - step)
+        first_step, self._steps = self._steps, self._steps + m
+        self.full, self.pos = self.full or p + m >= T, (p + m) % T
+        for i in np.flatnonzero(ended).tolist() if ended is not None else ():  # in time order
+            step, env = divmod(i, n)
+            length = first_step + step + 1 - int(self._begin[env])
+            self._begin[env] = first_step + step + 1
+            final = {key: value[i] for key, value in zip(self.obs_specs, next_obs, strict=True)}
+            self._book(env, (p + step) % T, length, final, later=m - 1 - step)
             self._earliest = int(self._begin.min())
         if self._steps - self._earliest > T:  # an unfinished episode has outgrown the ring
             for env in np.flatnonzero(self._steps - self._begin > T).tolist():
@@ -628,18 +546,16 @@ class HerStorage:
             self._table = np.concatenate([self._table, np.zeros_like(self._table)])
             self._finals = {key: np.concatenate([v, np.zeros_like(v)]) for key, v in self._finals.items()}
             self._free = list(range(2 * size - 1, size - 1, -1))
-        slot = self._free.pop()
+        slot, lost = self._free.pop(), max(length + later - T, 0)
         self._table[slot] = (last_row + 1 - length) % T, length, env
         for key, value in final.items():
             self._finals[key][slot] = value
         self._ends.setdefault(last_row, []).append(slot)  # freed when that row is overwritten
-        lost = max(length + later - T, 0)
         self._mark(slot, slot if lost == 0 else -2 - slot, skip=lost)
         self._sampleable += length if lost == 0 else 0
 
     def _mark(self, slot: int, value: int, skip: int = 0) -> None:
-        """Set the entries of the episode of ``slot`` but its first ``skip`` rows to ``value``: the slot
-        while it can be sampled, ``-2 - slot`` once a row of it is overwritten."""
+        """Set the entries of the episode of ``slot`` but its first ``skip`` rows to ``value``."""
         T, n = self.steps_per_env, self.n_envs
         first, length, env = self._table[slot].tolist()
         begin, end = (
@@ -651,8 +567,7 @@ class HerStorage:
     def _note_outgrown(self, env: int, length: int) -> None:
         """Note that env's episode of ``length`` steps outgrew the ring (a warning the first time)."""
         T = self.steps_per_env
-        if self._outgrown[env] <= T:
-            # The text names the env only, so Python's default filter shows it once per env.
+        if self._outgrown[env] <= T:  # the text names the env only: Python's filter shows it once per env
             warnings.warn(
                 f"an episode of env(s) [{env}] has outgrown the {T} steps the storage keeps per env: it is "
                 "losing its first steps and will never be sampled; raise capacity (stable-baselines3's "
@@ -663,20 +578,22 @@ class HerStorage:
         self._outgrown[env] = max(int(self._outgrown[env]), length)
 
     def end_episodes(self) -> np.ndarray:
-        """Cut every env's unfinished episode at its latest stored step, marking that step truncated.
-
-        Its next observation (passed with that step) becomes the episode's final observation, so the
-        episode can be sampled and relabelled. Used after loading a buffer saved mid-episode when
-        the next steps will not continue that episode. Returns the indices of the envs that were cut.
-        """
+        """Cut every env's unfinished episode at its latest stored step, marking that step truncated;
+        the next observation given with it becomes the final one (after loading a buffer saved
+        mid-episode, when the next steps will not continue it). Returns the envs that were cut."""
         envs = np.flatnonzero(self._begin < self._steps)
-        for key, pending in self._pending.items() if self.check_finite and len(envs) else ():
-            values = pending[envs].reshape(len(envs), -1)
-            if values.dtype.kind in "fc" and not np.isfinite(values).all():
+        floats = [
+            (key, p)
+            for key, p in self._pending.items()
+            if p.dtype.kind in "fc" and self.check_finite and len(envs)
+        ]
+        for key, pending in floats:
+            bad = envs[~np.isfinite(pending[envs].reshape(len(envs), -1)).all(axis=1)].tolist()
+            if bad:
                 raise ValueError(
-                    f"cannot end the unfinished episode(s) of env(s) {envs[~np.isfinite(values).all(axis=1)].tolist()}: "
-                    f"next_observations[{key!r}] given with their latest step holds non-finite values (NaN or inf), "
-                    "which would be their final observation; add a step with finite values first"
+                    f"cannot end the unfinished episode(s) of env(s) {bad}: next_observations[{key!r}] given "
+                    "with their latest step holds non-finite values (NaN or inf), which would be their final "
+                    "observation; add a step with finite values first"
                 )
         last = (self.pos - 1) % self.steps_per_env
         for env in envs.tolist():
@@ -690,21 +607,22 @@ class HerStorage:
 
     # ------------------------------------------------------------------ sampling
     def sample(self, batch_size: int) -> dict[str, Any]:
-        """Sample ``batch_size`` transitions of complete episodes, the last ``int(share * B)`` relabelled.
-
-        Returns numpy arrays, or torch tensors on ``device`` when one was given.
-        """
+        """``batch_size`` transitions of complete episodes, the last ``int(her_ratio * B)`` relabelled:
+        ``{"observations": {key: (B, ...)}, "actions", "rewards", "next_observations", "terminateds",
+        "truncateds", "relabelled"}`` (rewards and flags float32), numpy or torch on ``device``."""
         batch = self.sample_arrays(batch_size)
         if self.device is None:
             return batch
         import torch
 
-        def convert(value: Any) -> Any:
-            if isinstance(value, dict):
-                return {key: convert(item) for key, item in value.items()}
+        def tensor(value: np.ndarray) -> Any:
             return torch.as_tensor(value, device=self.device)
 
-        return convert(batch)
+        obs = {
+            name: {key: tensor(v) for key, v in batch.pop(name).items()}
+            for name in ("observations", "next_observations")
+        }
+        return {**obs, **{name: tensor(value) for name, value in batch.items()}}
 
     def sample_arrays(self, batch_size: int) -> dict[str, Any]:
         """:meth:`sample`, always as numpy arrays."""
@@ -721,37 +639,31 @@ class HerStorage:
         share = self._sampleable / written
         if share < 0.25:  # mostly unfinished episodes (early in a run): list the sampleable entries
             sampleable = np.flatnonzero(self._slots[:written] >= 0)
-            return sampleable[
-                np.minimum((self.rng.random(count) * len(sampleable)).astype(np.int64), len(sampleable) - 1)
-            ]
-        drawn = []  # else draw among all written entries and keep the sampleable (rejection: uniform)
+            drawn = (self.rng.random(count) * len(sampleable)).astype(np.int64)
+            return sampleable[np.minimum(drawn, len(sampleable) - 1, out=drawn)]
+        found = []  # else draw among all written entries and keep the sampleable (rejection: uniform)
         while count > 0:
-            index = (self.rng.random(int(count / share * 1.1) + 8) * written).astype(np.int64)
-            index = index[self._slots.take(np.minimum(index, written - 1, out=index)) >= 0][:count]
-            drawn.append(index)
-            count -= len(index)
-        return drawn[0] if len(drawn) == 1 else np.concatenate(drawn)
+            drawn = (self.rng.random(int(count / share * 1.1) + 8) * written).astype(np.int64)
+            drawn = drawn[self._slots.take(np.minimum(drawn, written - 1, out=drawn)) >= 0][:count]
+            found.append(drawn)
+            count -= len(drawn)
+        return found[0] if len(found) == 1 else np.concatenate(found)
 
     def _sample(self, batch_size: int) -> dict[str, Any]:
         T, n, data = self.steps_per_env, self.n_envs, self._data
         if self._sampleable == 0:
             raise RuntimeError(self._why_nothing_to_sample())
         index = self._draw(batch_size)  # entries row * n + env
-        rows = index // n
         slot = self._slots.take(index)
-        first, length = self._table.take(slot * 3), self._table.take(slot * 3 + 1)
-        step = (rows - first) % T  # the transition's step in its episode (which may wrap)
-        remaining = length - step  # steps left in the episode, this one included
-        next_index = (index + n) % (T * n)  # the next observation within an episode: the next row's
+        step = (index // n - self._table.take(slot * 3)) % T  # the step in its episode (which may wrap)
+        remaining = self._table.take(slot * 3 + 1) - step  # steps left in the episode, this one included
         last = np.flatnonzero(remaining == 1)  # an episode's last step: its next observation is the final one
-        # take, not indexing: as plain, and a third of the time for random rows of a large ring (most
-        # of a sample, which a training run calls once per gradient update).
-        next_obs = {}
+        # take, not indexing: as plain, and a third of the time for random rows of a large ring (most of
+        # a sample, which a training run calls once per gradient update).
+        next_obs = {key: data[f"obs/{key}"].take((index + n) % (T * n), axis=0) for key in self.obs_specs}
         for key, final in self._finals.items():
-            next_obs[key] = data[f"obs/{key}"].take(next_index, axis=0)
             next_obs[key][last] = final[slot[last]]
-        terminated = data["terminated"].take(index)
-        n_relabel = int(self.her_ratio * batch_size)
+        terminated, n_relabel = data["terminated"].take(index), int(self.her_ratio * batch_size)
         batch = {
             "observations": {key: data[f"obs/{key}"].take(index, axis=0) for key in self.obs_specs},
             "actions": data["action"].take(index, axis=0),
@@ -762,13 +674,12 @@ class HerStorage:
             "relabelled": np.arange(batch_size) >= batch_size - n_relabel,
         }
         if n_relabel:
-            self._relabel(batch, slice(batch_size - n_relabel, None), index, slot, step, remaining)
+            v = slice(batch_size - n_relabel, None)
+            self._relabel(batch, v, index[v], slot[v], step[v], remaining[v])
         return batch
 
-    def _relabel(
-        self, batch: dict[str, Any], v: slice, index: Any, slot: Any, step: Any, remaining: Any
-    ) -> None:
-        """New goals for the transitions ``v`` of ``batch``, their rewards (and flags)."""
+    def _relabel(self, batch: dict[str, Any], v: slice, index: Any, slot: Any, step: Any, left: Any) -> None:
+        """New goals for the transitions ``v`` of ``batch`` (entries ``index``), their rewards (and flags)."""
         if self.reward_fn is None:
             raise RuntimeError(
                 "this HerStorage has no reward_fn; give it with storage.set_functions(env.compute_reward) "
@@ -779,13 +690,12 @@ class HerStorage:
                 "recompute_terminated=True, but this HerStorage has no terminated_fn; give it with "
                 "storage.set_functions(reward_fn, terminated_fn)"
             )
-        index, slot, step, remaining = index[v], slot[v], step[v], remaining[v]
-        delta = goal_step_offsets(self.goal_selection_strategy, step, remaining, self.rng.random(len(index)))
-        # The goal is the *next* achieved goal of step t + delta: the achieved goal of the entry after
-        # it (one row on, wrapping around the ring's end), or, for the episode's last step, the final one.
-        goal_index = (index + (delta + 1) * self.n_envs) % (self.steps_per_env * self.n_envs)
-        goals = self._data["obs/achieved_goal"].take(goal_index, axis=0)
-        last = np.flatnonzero(delta == remaining - 1)
+        delta = goal_step_offsets(self.goal_selection_strategy, step, left, self.rng.random(len(index)))
+        # The goal is the *next* achieved goal of step t + delta: the achieved goal one row after it
+        # (wrapping around the ring's end), or, for the episode's last step, the final observation's.
+        size = self.steps_per_env * self.n_envs
+        goals = self._data["obs/achieved_goal"].take((index + (delta + 1) * self.n_envs) % size, axis=0)
+        last = np.flatnonzero(delta == left - 1)
         goals[last] = self._finals["achieved_goal"][slot[last]]
         # The goal is part of the state: the next observation pursues the same new goal.
         batch["observations"]["desired_goal"][v] = batch["next_observations"]["desired_goal"][v] = goals
@@ -796,25 +706,26 @@ class HerStorage:
             infos = self._data["info_dict"].take(index)
         # r_t depends on the state s_{t+1} the action led to: compare the *next* achieved goal.
         achieved = batch["next_observations"]["achieved_goal"][v]
-        rewards = np.asarray(self.reward_fn(achieved, goals, infos), dtype=np.float32)
-        batch["rewards"][v] = rewards.reshape(len(goals))
+        batch["rewards"][v] = np.asarray(self.reward_fn(achieved, goals, infos), np.float32).reshape(
+            len(goals)
+        )
         if self.recompute_terminated:
             assert self.terminated_fn is not None
-            flags = np.asarray(self.terminated_fn(achieved, goals, infos), dtype=np.float32)
+            flags = np.asarray(self.terminated_fn(achieved, goals, infos), np.float32)
             batch["terminateds"][v] = flags.reshape(len(goals))
 
     def _why_nothing_to_sample(self) -> str:
-        if self._outgrown.any():
-            env = int(np.argmax(self._outgrown))
-            length = int(self._outgrown[env])
+        if not self._outgrown.any():
             return (
-                f"Unable to sample: the longest episode of env {env} has reached {length} steps, more than "
-                f"the {self.steps_per_env} steps the storage keeps per env (capacity // n_envs), so it can "
-                f"never be sampled; raise capacity (stable-baselines3's buffer_size) to at least "
-                f"{length * self.n_envs} (n_envs={self.n_envs} x the longest episode length), or end "
-                "episodes sooner (a time limit)"
+                "Unable to sample before the end of the first episode. We recommend choosing a value "
+                "for learning_starts that is greater than the maximum number of timesteps in the environment."
             )
+        env = int(np.argmax(self._outgrown))
+        length = int(self._outgrown[env])
         return (
-            "Unable to sample before the end of the first episode. We recommend choosing a value "
-            "for learning_starts that is greater than the maximum number of timesteps in the environment."
+            f"Unable to sample: the longest episode of env {env} has reached {length} steps, more than "
+            f"the {self.steps_per_env} steps the storage keeps per env (capacity // n_envs), so it can "
+            f"never be sampled; raise capacity (stable-baselines3's buffer_size) to at least "
+            f"{length * self.n_envs} (n_envs={self.n_envs} x the longest episode length), or end "
+            "episodes sooner (a time limit)"
         )
