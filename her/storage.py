@@ -25,17 +25,8 @@ import numpy as np
 from gymnasium import spaces
 
 from goalenvs.core import ConcurrentUseError, available_memory, check_int, env_infos, object_array
-from her.specs import (
-    Spec,
-    action_spec,
-    check_keys,
-    checked,
-    field_specs,
-    integer_bounds,
-    non_finite,
-    readonly,
-    specs_text,
-)
+from her import specs
+from her.specs import Spec, checked, readonly
 from her.strategies import GoalSelectionStrategy, goal_step_offsets, parse_strategy
 
 __all__ = ["GoalFn", "HerStorage"]
@@ -53,34 +44,19 @@ ROW_NAMES += ["episode_lengths", "infos"]
 class HerStorage:
     """Replay storage with hindsight relabelling for any training loop (numpy in, numpy or torch out).
 
-    Args:
-        capacity: transitions kept (``capacity // n_envs`` steps per env, as stable-baselines3's).
-        observation_space: the goal env's ``spaces.Dict`` (or ``{key: (shape, dtype)}``), with
-            ``achieved_goal`` and ``desired_goal`` of the same shape and dtype.
-        action_space: a gymnasium space or a ``(shape, dtype)`` pair; integer actions must lie in it.
-        reward_fn: ``reward_fn(achieved_goal, desired_goal, infos) -> (B,)``, usually the env's
-            ``compute_reward`` (:meth:`from_env`); ``infos`` are the stored info columns
-            ``{key: (B, ...)}`` (``info_keys``), else the info dicts (``copy_info_dict``), else None.
-            May come later, through :meth:`set_functions`.
-        n_envs: envs adding one transition each per :meth:`add`.
-        n_sampled_goal: ``k``: the last ``int((1 - 1/(k+1)) * B)`` transitions of a batch are
-            relabelled (stable-baselines3's count).
-        goal_selection_strategy: ``"future"`` (inclusive), ``"final"``, ``"episode"``, or a name
-            given to :func:`~her.strategies.register_strategy`.
-        info_keys: the info entries the reward reads (the env's ``reward_info_keys``), stored as
-            columns: keys (shapes and dtypes from the first infos) or ``{key: (shape, dtype)}``.
-        copy_info_dict: keep every info dict and pass them to ``reward_fn`` (slow).
-        recompute_terminated, terminated_fn: relabelled transitions get ``terminated_fn(next
-            achieved goal, new goal, infos)`` (the env's ``compute_terminated``) as their flag.
-        device: None for numpy batches, or a torch device for tensors there.
-        seed: of the storage's own ``np.random.Generator`` (NumPy's global state is never used).
-        pickle_functions: whether a pickle keeps ``reward_fn`` and ``terminated_fn``.
-        check_finite: refuse NaN and inf in float observations, actions and rewards, as stored.
-
-    :meth:`add` stores one step of every env, :meth:`extend` a block of steps; both refuse what does
-    not fit the spaces before storing any of it. A second thread entering gets
-    :class:`~goalenvs.core.ConcurrentUseError`. :meth:`sample` returns a finished batch (numpy, or
-    torch on ``device``). A pickle holds the rows written so far, not the whole capacity.
+    ``capacity`` transitions kept (``capacity // n_envs`` steps per env, as stable-baselines3's) of a
+    goal env's ``observation_space`` (``spaces.Dict`` or ``{key: (shape, dtype)}``) and ``action_space``
+    (a space or a ``(shape, dtype)`` pair). ``reward_fn(achieved_goal, desired_goal, infos) -> (B,)``
+    (the env's ``compute_reward``; may come later, :meth:`set_functions`) gets the stored columns
+    ``{key: (B, ...)}`` of ``info_keys`` (the env's ``reward_info_keys``: keys, or ``{key: (shape,
+    dtype)}``), else with ``copy_info_dict`` the info dicts, else None. The last ``int((1 - 1/(k+1)) *
+    B)`` of a batch are relabelled (``k = n_sampled_goal``; stable-baselines3's count) by
+    ``goal_selection_strategy`` (``"future"``, inclusive; ``"final"``, ``"episode"``, or a registered
+    name). ``recompute_terminated``: relabelled flags from ``terminated_fn``. ``device``: None for
+    numpy batches, or a torch device. ``seed``: of the storage's own generator. ``pickle_functions``:
+    whether a pickle keeps the functions. ``check_finite``: refuse NaN and inf (as stored). docs/her.md
+    has the details; :meth:`add` and :meth:`extend` refuse what does not fit before storing any of it,
+    and a second thread gets :class:`~goalenvs.core.ConcurrentUseError`.
     """
 
     def __init__(
@@ -113,17 +89,22 @@ class HerStorage:
         self.pickle_functions, self.copy_info_dict = bool(pickle_functions), bool(copy_info_dict)
         self.check_finite, self.device = bool(check_finite), device
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-        self.obs_specs = field_specs(observation_space)
-        self.action_spec = action_spec(action_space)
-        self.action_bounds = integer_bounds(action_space)  # (low, high) of integer actions, or None
+        self.obs_specs = specs.field_specs(observation_space)
+        self.action_spec = specs.action_spec(action_space)
+        self.action_bounds = specs.integer_bounds(action_space)  # (low, high) of integer actions, or None
         # The info columns' specs: given, or from the first infos added.
         given = info_keys if isinstance(info_keys, Mapping) else None
         self.info_specs = {k: (tuple(s), np.dtype(d)) for k, (s, d) in given.items()} if given else None
         self.info_keys: tuple[str, ...] = tuple(info_keys or ())
         self._lock = threading.Lock()
-        self._step_fields = self._fields((self.n_envs,))
-        k = len(self.obs_specs)
-        self._float_fields = [i for i, (_, d) in enumerate(self._step_fields[1][: k + 2]) if d.kind in "fc"]
+        # A step's arrays, in _store's order: observations, action, reward, two flags, next observations.
+        obs = [(f"observations[{key!r}]", spec) for key, spec in self.obs_specs.items()]
+        fields = [*obs, ("actions", self.action_spec), ("rewards", ((), np.dtype(np.float32)))]
+        fields += [("terminateds", ((), np.dtype(bool))), ("truncateds", ((), np.dtype(bool))), *obs]
+        self._labels = [label for label, _ in fields[: -len(obs)]] + ["next_" + label for label, _ in obs]
+        self._specs = [spec for _, spec in fields]  # per env
+        self._step_specs = tuple(((self.n_envs, *shape), dtype) for shape, dtype in self._specs)
+        self._float_fields = [i for i, (_, d) in enumerate(self._specs[: len(obs) + 2]) if d.kind in "fc"]
         self._allocate()
 
     @classmethod
@@ -166,12 +147,12 @@ class HerStorage:
         """Raise ``ValueError`` unless this storage holds steps of these spaces (shapes and dtypes;
         bounds do not matter) and ``n_envs`` envs: for a storage loaded from a file."""
         stored = (self.obs_specs, self.action_spec)
-        given = (field_specs(observation_space), action_spec(action_space))
+        given = (specs.field_specs(observation_space), specs.action_spec(action_space))
         if given != stored:
             raise ValueError(
-                f"this HerStorage holds steps of observation_space {specs_text(stored[0])} and action_space "
-                f"{specs_text(stored[1])}, not of the observation_space {specs_text(given[0])} and "
-                f"action_space {specs_text(given[1])} given; build a new storage for these spaces"
+                f"this HerStorage holds steps of observation_space {specs.specs_text(stored[0])} and action_space "
+                f"{specs.specs_text(stored[1])}, not of the observation_space {specs.specs_text(given[0])} and "
+                f"action_space {specs.specs_text(given[1])} given; build a new storage for these spaces"
             )
         if n_envs is not None and n_envs != self.n_envs:
             raise ValueError(
@@ -182,12 +163,12 @@ class HerStorage:
     # ------------------------------------------------------------------ the arrays
     def _row_specs(self) -> dict[str, Spec]:
         """``{name: (shape, dtype)}`` of every per-entry array."""
-        specs = {f"obs/{key}": spec for key, spec in self.obs_specs.items()}
-        specs["action"], specs["reward"] = self.action_spec, ((), np.dtype(np.float32))
-        specs["terminated"] = specs["truncated"] = ((), np.dtype(bool))
-        specs["slot"] = ((), np.dtype(np.int64))  # the entry's episode's slot (see the module docstring)
-        specs.update({f"info/{key}": spec for key, spec in (self.info_specs or {}).items()})
-        return {**specs, "info_dict": ((), np.dtype(object))} if self.copy_info_dict else specs
+        row = {f"obs/{key}": spec for key, spec in self.obs_specs.items()}
+        row["action"], row["reward"] = self.action_spec, ((), np.dtype(np.float32))
+        row["terminated"] = row["truncated"] = ((), np.dtype(bool))
+        row["slot"] = ((), np.dtype(np.int64))  # the entry's episode's slot (see the module docstring)
+        row.update({f"info/{key}": spec for key, spec in (self.info_specs or {}).items()})
+        return {**row, "info_dict": ((), np.dtype(object))} if self.copy_info_dict else row
 
     def planned_nbytes(self) -> int:
         """Bytes of the arrays the storage allocates (all of :attr:`nbytes`), known before allocating."""
@@ -382,16 +363,6 @@ class HerStorage:
                 "one HerStorage is not thread-safe: give each thread its own, or a lock around its calls"
             )
 
-    def _fields(self, lead: tuple[int, ...]) -> tuple[list[str], tuple[Spec, ...]]:
-        """Labels and specs of a step's (``lead`` ``(n_envs,)``) or a block's (``(m, n_envs)``) arrays,
-        in :meth:`_store`'s order: observations, action, reward, two flags, next observations."""
-        obs = [(f"observations[{k!r}]", (*lead, *s), d) for k, (s, d) in self.obs_specs.items()]
-        shape, dtype = self.action_spec
-        fields = [*obs, ("actions", (*lead, *shape), dtype), ("rewards", lead, np.dtype(np.float32))]
-        fields += [("terminateds", lead, np.dtype(bool)), ("truncateds", lead, np.dtype(bool))]
-        fields += [("next_" + label, shape, dtype) for label, shape, dtype in obs]
-        return [label for label, _, _ in fields], tuple((shape, dtype) for _, shape, dtype in fields)
-
     def _store(
         self, obs: Any, actions: Any, rewards: Any, term: Any, trunc: Any, infos: Any, nxt: Any, m: int | None
     ) -> None:
@@ -399,21 +370,22 @@ class HerStorage:
         self._enter("add" if m is None else "extend")
         try:
             n, k = self.n_envs, len(self.obs_specs)
-            check_keys(obs, self.obs_specs, "observations")
-            check_keys(nxt, self.obs_specs, "next_observations")
+            specs.check_keys(obs, self.obs_specs, "observations")
+            specs.check_keys(nxt, self.obs_specs, "next_observations")
             arrays = [*self._obs_values(obs), actions, rewards, term, trunc, *self._obs_values(nxt)]
-            labels, specs = self._step_fields if m is None else self._fields((m, n))
+            labels = self._labels
+            wanted = self._step_specs if m is None else tuple(((m, n, *s), d) for s, d in self._specs)
             # A training run's steps all have exactly the spaces' shapes and dtypes: one comparison of
             # them all instead of the full check of each array (which costs more than the write).
             try:
-                usual = tuple(map(SHAPE_AND_DTYPE, arrays)) == specs and self.action_bounds is None
+                usual = tuple(map(SHAPE_AND_DTYPE, arrays)) == wanted and self.action_bounds is None
             except AttributeError:  # not arrays
                 usual = False
             if not usual:
                 text, axis = "n_envs={}" if m is None else f"steps={m}, n_envs={{}}", int(m is not None)
                 kinds = [None] * (k + 2) + ["biu", "biu"] + [None] * k  # flags: integers too (nonzero: True)
                 bounds = [None] * k + [self.action_bounds] + [None] * (k + 3)  # integer actions: in the space
-                cases = zip(arrays, labels, specs, bounds, kinds, strict=True)
+                cases = zip(arrays, labels, wanted, bounds, kinds, strict=True)
                 arrays = [
                     checked(a, *spec, label, text, False, b, kind, axis) for a, label, spec, b, kind in cases
                 ]
@@ -424,7 +396,7 @@ class HerStorage:
                 ends = bool(np.count_nonzero(terminated) or np.count_nonzero(truncated))
             done = (terminated | truncated).reshape(-1) if ends else None
             if self.check_finite:
-                self._check_finite(arrays, labels, specs, m, done)
+                self._check_finite(arrays, wanted, m, done)
             if m is not None:  # a block: (steps * envs, ...), time-major, as steps are
                 arrays = [a.reshape(m * n, *a.shape[2:]) for a in arrays]
             targets, values, next_obs = self._targets, arrays[: k + 4], arrays[k + 4 :]
@@ -442,9 +414,7 @@ class HerStorage:
         finally:
             self._lock.release()
 
-    def _check_finite(
-        self, arrays: list[Any], labels: list[str], specs: tuple[Spec, ...], m: int | None, done: Any
-    ) -> None:
+    def _check_finite(self, arrays: list[Any], wanted: tuple[Spec, ...], m: int | None, done: Any) -> None:
         """Raise unless the float values stored are finite (as stored: 1e300 is inf in float32).
 
         Next observations are stored only where an episode ends: only there must they be finite.
@@ -457,12 +427,16 @@ class HerStorage:
             abs(sum([sum(a.ravel().tolist()) if a.size < 256 else a.sum() for a in floats]))
         ):
             for i in self._float_fields:
-                checked(arrays[i], *specs[i], labels[i], "n_envs={}", True, env_axis=int(m is not None))
+                checked(
+                    arrays[i], *wanted[i], self._labels[i], "n_envs={}", True, env_axis=int(m is not None)
+                )
         k, n = len(self.obs_specs), self.n_envs
-        for label, value in zip(labels[k + 4 :], arrays[k + 4 :], strict=True) if done is not None else ():
+        for label, value in (
+            zip(self._labels[k + 4 :], arrays[k + 4 :], strict=True) if done is not None else ()
+        ):
             ended = value.reshape(len(done), -1)[done]  # the next observations stored: where episodes end
             if ended.dtype.kind in "fc" and not np.isfinite(ended).all():
-                raise non_finite(label, (np.flatnonzero(done) % n)[~np.isfinite(ended).all(axis=1)])
+                raise specs.non_finite(label, (np.flatnonzero(done) % n)[~np.isfinite(ended).all(axis=1)])
 
     def _kept_infos(self, infos: Any, m: int | None) -> dict[str, np.ndarray]:
         """The info columns (and, with ``copy_info_dict``, the info dicts) of one step or a block."""
@@ -652,7 +626,7 @@ class HerStorage:
     def _sample(self, batch_size: int) -> dict[str, Any]:
         T, n, data = self.steps_per_env, self.n_envs, self._data
         if self._sampleable == 0:
-            raise RuntimeError(self._why_nothing_to_sample())
+            raise RuntimeError(self._nothing_to_sample())
         index = self._draw(batch_size)  # entries row * n + env
         slot = self._slots.take(index)
         step = (index // n - self._table.take(slot * 3)) % T  # the step in its episode (which may wrap)
@@ -714,7 +688,7 @@ class HerStorage:
             flags = np.asarray(self.terminated_fn(achieved, goals, infos), np.float32)
             batch["terminateds"][v] = flags.reshape(len(goals))
 
-    def _why_nothing_to_sample(self) -> str:
+    def _nothing_to_sample(self) -> str:
         if not self._outgrown.any():
             return (
                 "Unable to sample before the end of the first episode. We recommend choosing a value "
