@@ -105,6 +105,7 @@ class HerStorage:
         self._specs = [spec for _, spec in fields]  # per env
         self._step_specs = tuple(((self.n_envs, *shape), dtype) for shape, dtype in self._specs)
         self._float_fields = [i for i, (_, d) in enumerate(self._specs[: len(obs) + 2]) if d.kind in "fc"]
+        self._few_floats = all(self.n_envs * math.prod(self._specs[i][0]) < 256 for i in self._float_fields)
         self._allocate()
 
     @classmethod
@@ -211,7 +212,7 @@ class HerStorage:
     def _prepare(self) -> None:
         """What each add would otherwise look up again: the arrays a step writes, in order."""
         names = [*(f"obs/{key}" for key in self.obs_specs), "action", "reward", "terminated", "truncated"]
-        self._targets = [self._data[name] for name in names]
+        self._targets = [self._grid(name) for name in names]  # (T, n_envs, ...) views
         self._slots = self._data["slot"]
         self._obs_values = operator.itemgetter(*self.obs_specs)  # a tuple: there are two goals at least
 
@@ -369,9 +370,10 @@ class HerStorage:
         """Check, then write, one step (``m`` None) or a block of ``m`` steps."""
         self._enter("add" if m is None else "extend")
         try:
-            n, k = self.n_envs, len(self.obs_specs)
-            specs.check_keys(obs, self.obs_specs, "observations")
-            specs.check_keys(nxt, self.obs_specs, "next_observations")
+            n, k, keys = self.n_envs, len(self.obs_specs), self.obs_specs.keys()
+            if not (type(obs) is dict and type(nxt) is dict and obs.keys() == keys and nxt.keys() == keys):
+                specs.check_keys(obs, self.obs_specs, "observations")
+                specs.check_keys(nxt, self.obs_specs, "next_observations")
             arrays = [*self._obs_values(obs), actions, rewards, term, trunc, *self._obs_values(nxt)]
             labels = self._labels
             wanted = self._step_specs if m is None else tuple(((m, n, *s), d) for s, d in self._specs)
@@ -397,20 +399,20 @@ class HerStorage:
             done = (terminated | truncated).reshape(-1) if ends else None
             if self.check_finite:
                 self._check_finite(arrays, wanted, m, done)
-            if m is not None:  # a block: (steps * envs, ...), time-major, as steps are
-                arrays = [a.reshape(m * n, *a.shape[2:]) for a in arrays]
             targets, values, next_obs = self._targets, arrays[: k + 4], arrays[k + 4 :]
             if self.info_keys or self.copy_info_dict:
-                kept = self._kept_infos(infos, m)
-                targets, values = [*targets, *map(self._data.__getitem__, kept)], [*values, *kept.values()]
-            m, T = m or 1, self.steps_per_env
-            for start in range(0, m * n, T * n):  # chunks of T steps at most: each writes a row once
-                chunk = slice(start, start + T * n)
+                lead = (n,) if m is None else (m, n)
+                kept = {
+                    name: a.reshape(*lead, *a.shape[1:]) for name, a in self._kept_infos(infos, m).items()
+                }
+                targets, values = [*targets, *map(self._grid, kept)], [*values, *kept.values()]
+            if m is None:
+                self._write(1, targets, values, next_obs, done, block=False)
+            for start in range(0, m or 0, self.steps_per_env):  # blocks of T steps at most: a row once each
+                chunk = slice(start, start + self.steps_per_env)
+                ended = None if done is None else done.reshape(-1, n)[chunk].reshape(-1)
                 chunks = [a[chunk] for a in values], [a[chunk] for a in next_obs]
-                ended = None if done is None else done[chunk]
-                self._write(
-                    min(T, m - start // n), targets, *(chunks if m > T else (values, next_obs)), ended
-                )
+                self._write(len(chunks[1][0]), targets, *chunks, ended, block=True)
         finally:
             self._lock.release()
 
@@ -423,9 +425,11 @@ class HerStorage:
         # huge ones, which the exact test of each array then lets pass). A step's few values are summed
         # in Python (tolist), a third of the cost of a numpy call per array: ~1 us of each env step.
         floats = [arrays[i] for i in self._float_fields]
-        if not math.isfinite(
-            abs(sum([sum(a.ravel().tolist()) if a.size < 256 else a.sum() for a in floats]))
-        ):
+        if m is None and self._few_floats:
+            total = sum([sum(a.ravel().tolist()) for a in floats])
+        else:
+            total = sum([a.sum() for a in floats])
+        if not math.isfinite(total):
             for i in self._float_fields:
                 checked(
                     arrays[i], *wanted[i], self._labels[i], "n_envs={}", True, env_axis=int(m is not None)
@@ -463,29 +467,33 @@ class HerStorage:
                 raise ValueError(f"info[{key!r}] must have shape {shape}, got {out[f'info/{key}'].shape[1:]}")
         return out
 
-    def _write(
-        self, m: int, targets: list[np.ndarray], values: list[Any], next_obs: list[Any], ended: Any
-    ) -> None:
-        """Write ``m <= T`` checked steps from row ``pos`` on: ``values`` into ``targets``, ``next_obs``
-        the next observations, ``ended`` the episode ends (None: none), each ``m * n_envs`` entries."""
+    def _write(self, m: int, targets: list, values: list, next_obs: list, ended: Any, block: bool) -> None:
+        """Write ``m <= T`` checked steps from row ``pos`` on into the ``(T, n_envs, ...)`` views ``targets``:
+        ``values`` (``(m, n_envs, ...)`` for a ``block``, else one step's ``(n_envs, ...)``), ``next_obs``
+        the next observations, ``ended`` the flat episode ends (None: none)."""
         T, n, p = self.steps_per_env, self.n_envs, self.pos
-        head = min(m, T - p) * n  # the entries up to the ring's end, then the rest from row 0
-        if self.full or head < m * n:  # rows written before are overwritten
+        head = min(m, T - p)  # the rows up to the ring's end, then the rest from row 0
+        if self.full or head < m:  # rows written before are overwritten
             self._overwrite(p, m, head)
-        for array, value in zip(targets, values, strict=True):
-            if head == m * n:
-                array[p * n : p * n + head] = value
+        for grid, value in zip(targets, values, strict=True):
+            if not block:  # an integer index: 0.2 us less than a slice, for each of 8 arrays an env step
+                grid[p] = value
+            elif head == m:
+                grid[p : p + m] = value
             else:
-                array[p * n :], array[: m * n - head] = value[:head], value[head:]
+                grid[p:], grid[: m - head] = value[:head], value[head:]
         for pending, value in zip(self._pending.values(), next_obs, strict=True):
-            pending[...] = value if m == 1 else value[-n:]  # a copy: the caller may change its arrays
+            pending[...] = value[-1] if block else value  # a copy: the caller may change its arrays
         first_step, self._steps = self._steps, self._steps + m
         self.full, self.pos = self.full or p + m >= T, (p + m) % T
         for i in np.flatnonzero(ended).tolist() if ended is not None else ():  # in time order
             step, env = divmod(i, n)
             length = first_step + step + 1 - int(self._begin[env])
             self._begin[env] = first_step + step + 1
-            final = {key: value[i] for key, value in zip(self.obs_specs, next_obs, strict=True)}
+            final = {
+                key: v[step, env] if block else v[env]
+                for key, v in zip(self.obs_specs, next_obs, strict=True)
+            }
             self._book(env, (p + step) % T, length, final, later=m - 1 - step)
             self._earliest = int(self._begin.min())
         if self._steps - self._earliest > T:  # an unfinished episode has outgrown the ring
@@ -495,14 +503,15 @@ class HerStorage:
     _earliest = 0  # min(_begin): the start of the oldest unfinished episode (a class default, an int)
 
     def _overwrite(self, p: int, m: int, head: int) -> None:
-        """Before the ``m`` rows from row ``p`` on are written (``head`` entries up to the ring's end):
+        """Before the ``m`` rows from row ``p`` on are written (``head`` of them up to the ring's end):
         their episodes stop being sampled, and those whose last row is among them free their slot."""
-        n, slots = self.n_envs, self._slots
-        for slot in dict.fromkeys(slots[p * n : p * n + head].tolist() + slots[: m * n - head].tolist()):
+        n, slots, wraps = self.n_envs, self._slots, slice(0, (m - head) * self.n_envs)
+        hit = slots[p * n : (p + head) * n].tolist() + (slots[wraps].tolist() if head < m else [])
+        for slot in dict.fromkeys(hit):
             if slot >= 0:
                 self._mark(slot, -2 - slot)
                 self._sampleable -= int(self._table[slot, 1])
-        slots[p * n : p * n + head], slots[: m * n - head] = -1, -1
+        slots[p * n : (p + head) * n], slots[wraps] = -1, -1
         for row in range(p, p + m):
             self._free += self._ends.pop(row % self.steps_per_env, ())
 
