@@ -565,13 +565,9 @@ class HerStorage:
         the next observation given with it becomes the final one (after loading a buffer saved
         mid-episode, when the next steps will not continue it). Returns the envs that were cut."""
         envs = np.flatnonzero(self._begin < self._steps)
-        floats = [
-            (key, p)
-            for key, p in self._pending.items()
-            if p.dtype.kind in "fc" and self.check_finite and len(envs)
-        ]
-        for key, pending in floats:
-            bad = envs[~np.isfinite(pending[envs].reshape(len(envs), -1)).all(axis=1)].tolist()
+        for key, pending in self._pending.items() if self.check_finite and len(envs) else ():
+            values = pending[envs].reshape(len(envs), -1)
+            bad = envs[~np.isfinite(values).all(axis=1)].tolist() if values.dtype.kind in "fc" else []
             if bad:
                 raise ValueError(
                     f"cannot end the unfinished episode(s) of env(s) {bad}: next_observations[{key!r}] given "
@@ -663,15 +659,11 @@ class HerStorage:
 
     def _relabel(self, batch: dict[str, Any], v: slice, index: Any, slot: Any, step: Any, left: Any) -> None:
         """New goals for the transitions ``v`` of ``batch`` (entries ``index``), their rewards (and flags)."""
-        if self.reward_fn is None:
+        if self.reward_fn is None or (self.recompute_terminated and self.terminated_fn is None):
+            missing = "reward_fn" if self.reward_fn is None else "terminated_fn (recompute_terminated=True)"
             raise RuntimeError(
-                "this HerStorage has no reward_fn; give it with storage.set_functions(env.compute_reward) "
+                f"this HerStorage has no {missing}; give it with storage.set_functions(reward_fn, terminated_fn) "
                 "(or use HerStorage.from_env) before sampling relabelled transitions"
-            )
-        if self.recompute_terminated and self.terminated_fn is None:
-            raise RuntimeError(
-                "recompute_terminated=True, but this HerStorage has no terminated_fn; give it with "
-                "storage.set_functions(reward_fn, terminated_fn)"
             )
         delta = goal_step_offsets(self.goal_selection_strategy, step, left, self.rng.random(len(index)))
         # The goal is the *next* achieved goal of step t + delta: the achieved goal one row after it
