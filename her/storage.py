@@ -231,6 +231,10 @@ class HerStorage:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         stored = state.pop("_data")
+        if "slot" not in stored:  # pickled before the entries held their episode's slot
+            raise ValueError(
+                "this HerStorage was pickled by an older goalenvs and cannot be loaded; start a new one"
+            )
         self.__dict__.update(state)
         self._lock, self._data, size = threading.Lock(), {}, self.steps_per_env * self.n_envs
         for name, array in stored.items():
