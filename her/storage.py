@@ -509,15 +509,21 @@ class HerStorage:
     def _overwrite(self, p: int, m: int, head: int) -> None:
         """Before the ``m`` rows from row ``p`` on are written (``head`` of them up to the ring's end):
         their episodes stop being sampled, and those whose last row is among them free their slot."""
-        n, slots, wraps = self.n_envs, self._slots, slice(0, (m - head) * self.n_envs)
-        hit = slots[p * n : (p + head) * n].tolist() + (slots[wraps].tolist() if head < m else [])
-        for slot in dict.fromkeys(hit):
-            if slot >= 0:
+        n, slots, T = self.n_envs, self._slots, self.steps_per_env
+        # One env's step, on every env step once the ring is full: a scalar read and write, not slices
+        # (0.7 us of the ~12 us of such an add).
+        one, wraps = m == n == 1, slice(0, (m - head) * n)
+        hit = [slots.item(p)] if one else slots[p * n : (p + head) * n].tolist() + slots[wraps].tolist()
+        if max(hit) >= 0:  # the first row of a sampleable episode (one row in 50 for 50-step episodes)
+            for slot in {slot for slot in hit if slot >= 0}:
                 self._mark(slot, -2 - slot)
                 self._sampleable -= int(self._table[slot, 1])
-        slots[p * n : (p + head) * n], slots[wraps] = -1, -1
-        for row in range(p, p + m):
-            self._free += self._ends.pop(row % self.steps_per_env, ())
+        if one:
+            slots[p] = -1
+        else:
+            slots[p * n : (p + head) * n], slots[wraps] = -1, -1
+        for row in range(p, p + m) if self._ends else ():
+            self._free += self._ends.pop(row % T, ())
 
     def _book(self, env: int, last_row: int, length: int, final: dict[str, Any], later: int = 0) -> None:
         """Book env's episode of ``length`` steps ending on ``last_row``, with its final observation.
