@@ -1,14 +1,9 @@
-"""her: Hindsight Experience Replay storage, goal strategies and a stable-baselines3 adapter.
+"""her: Hindsight Experience Replay storage, goal strategies and framework adapters.
 
-* :class:`HerStorage`: framework-free replay storage with hindsight relabelling (numpy in, numpy or
-  torch out), usable from any training loop;
-* :class:`GoalSelectionStrategy`, :func:`parse_strategy` and :func:`register_strategy`: the goal
-  selection strategies, and how to add one;
-* :class:`HerReplayBuffer`: a drop-in for ``stable_baselines3.HerReplayBuffer``;
-* :class:`HerReplayStorage`: a drop-in for rllte's ``HerReplayStorage`` (torch tensors in and out).
-
-Importing ``her`` imports neither torch nor stable-baselines3 nor rllte: ``her.HerReplayBuffer`` and
-``her.HerReplayStorage`` load their adapter (and what it needs) on first access.
+:class:`HerStorage` (framework-free; numpy in, numpy or torch out), the goal selection strategies,
+:class:`HerReplayBuffer` (drop-in for ``stable_baselines3.HerReplayBuffer``) and :class:`HerReplayStorage`
+(for rllte's). Importing ``her`` imports neither torch, stable-baselines3 nor rllte: the adapters load
+(with what they need) on first access.
 """
 
 from __future__ import annotations

@@ -32,14 +32,12 @@ Where rllte 1.0.1's class is buggy or ambiguous, this one chooses, on purpose:
 * random draws come from the storage's own generator, seeded once from NumPy's global state when
   it is built (rllte's agents seed that state), not from the global state while sampling.
 
-Kept as rllte does it: ``future`` is inclusive of the current step (as stable-baselines3's),
-the relabelled share is ``her_ratio = 1 - 1 / (num_goals + 1)`` of each batch, relabelled
-transitions keep their stored ``terminated`` flag, and ``reward_fn(next_achieved_goal,
-new_desired_goal, infos)`` receives numpy arrays and, without ``copy_info_dict``, a list of empty
-dicts (with it, an object array of deep copies of the stored info dicts). As with rllte, ``add``
-expects same-step autoreset (Gymnasium 0.29's vector envs, or ``autoreset_mode=SAME_STEP``): for an
-env whose episode ended, ``next_observations`` must hold its final observation; with Gymnasium's
-default next-step autoreset the step that only resets an env must not be added.
+Kept as rllte does it: ``future`` is inclusive, ``her_ratio = 1 - 1 / (num_goals + 1)``, relabelled
+transitions keep their stored ``terminated`` flag, ``reward_fn(next_achieved_goal, new_desired_goal,
+infos)`` gets numpy arrays and, without ``copy_info_dict``, a list of empty dicts (with it, deep
+copies of the stored info dicts). ``add`` expects same-step autoreset (Gymnasium 0.29's vector envs,
+or ``autoreset_mode=SAME_STEP``): where an episode ended, ``next_observations`` holds its final
+observation; with next-step autoreset the step that only resets an env must not be added.
 """
 
 from __future__ import annotations
@@ -63,12 +61,8 @@ __all__ = ["DictReplayBatch", "HerReplayStorage"]
 
 
 class DictReplayBatch(NamedTuple):
-    """What :meth:`HerReplayStorage.sample` returns when rllte is not installed.
-
-    The fields of ``rllte.common.type_alias.DictReplayBatch``, in its order: float32 tensors on the
-    storage's device, ``(B, ...)`` observations per key, ``(B, action_dim)`` actions, ``(B, 1)``
-    rewards and flags.
-    """
+    """What :meth:`HerReplayStorage.sample` returns without rllte: the fields of rllte's
+    ``DictReplayBatch`` in its order (float32 tensors on the storage's device)."""
 
     observations: dict[str, th.Tensor]
     actions: th.Tensor
@@ -83,11 +77,8 @@ _RLLTE_BATCH: Any = None
 
 
 def _rllte_batch_class() -> type | None:
-    """rllte's ``DictReplayBatch`` once this class is registered as its ``BaseStorage``, or None.
-
-    Looked up once per process, when the first storage is built. rllte installed but failing to
-    import is worth a warning: ``agent.set(storage=...)`` would then refuse the storage.
-    """
+    """rllte's ``DictReplayBatch`` once this class is registered as its ``BaseStorage``, or None (looked
+    up once per process; rllte installed but failing to import is worth a warning)."""
     global _RLLTE_BATCH
     if _RLLTE_BATCH is None:
         _RLLTE_BATCH = ()

@@ -7,25 +7,16 @@ Use it exactly as stable-baselines3's::
                 replay_buffer_kwargs=dict(n_sampled_goal=4, goal_selection_strategy="future"))
 
 It subclasses stable-baselines3's class only so that the algorithms recognise it; none of the
-parent's storage is built or used. What differs from stable-baselines3's buffer:
-
-* each observation is stored once (:mod:`her.storage`), no info dicts unless ``copy_info_dict``;
-  sampling is O(batch), not O(buffer);
-* relabelled rewards come from the env's ``compute_reward`` resolved once into a function of this
-  process (:func:`goalenvs.core.resolve_env_function`), also behind a ``SubprocVecEnv``; its
-  ``infos`` are the columns of the env's ``reward_info_keys`` (or ``info_keys=``) as ``{key: (B, ...)}``
-  (Parking's crash flag), with ``copy_info_dict=True`` the stored info dicts, else ``None``;
-* randomness from the buffer's own generator (``seed``; by default seeded once from NumPy's global
-  state, so an algorithm's ``seed=`` still makes runs reproducible);
-* keyword-only extras: ``recompute_terminated`` (stable-baselines3 issue #627), ``compute_reward`` /
-  ``compute_terminated``, ``seed``, ``check_finite``, ``info_keys``;
-* ``add`` refuses a step that does not fit the spaces (or holds NaN or inf) before storing any of it,
-  and ``set_env`` (so ``model.load_replay_buffer``) a buffer saved for other spaces or ``n_envs``.
-
-stable-baselines3's arrays (``observations``, ``next_observations``, ``actions``, ``rewards``,
-``dones``, ``timeouts``, ``infos``, ``ep_start``, ``ep_length``, ``_current_ep_start``) read the
-storage in the stock layout and dtypes, read-only (:meth:`her.HerStorage.rows`; the assembled ones,
-e.g. ``next_observations``, cost O(buffer) per access).
+parent's storage is built or used. What differs (docs/her.md has more): each observation is stored
+once (:mod:`her.storage`), no info dicts unless ``copy_info_dict``, O(batch) sampling; relabelled
+rewards from the env's ``compute_reward`` resolved once into a function of this process (also behind
+a ``SubprocVecEnv``), given the columns of the env's ``reward_info_keys`` as ``infos`` (Parking's crash
+flag); the buffer's own generator (``seed``; by default seeded once from NumPy's global state);
+keyword-only ``recompute_terminated``, ``compute_reward`` / ``compute_terminated``, ``seed``,
+``check_finite``, ``info_keys``; ``add`` refuses a step that does not fit the spaces before storing
+any of it, and ``set_env`` a buffer saved for other spaces or ``n_envs``. stable-baselines3's arrays
+(``observations``, ``dones``, ``ep_start``, ...) read the storage in the stock layout, read-only
+(:meth:`her.HerStorage.rows`; the assembled ones, e.g. ``next_observations``, cost O(buffer)).
 """
 
 from __future__ import annotations
@@ -93,18 +84,13 @@ def _sb3_strategy(strategy: GoalSelectionStrategy | str) -> _SB3Strategy | str:
 
 
 class HerReplayBuffer(_SB3HerReplayBuffer):
-    """Hindsight Experience Replay buffer for stable-baselines3's off-policy algorithms.
+    """Hindsight Experience Replay buffer for stable-baselines3's off-policy algorithms: the constructor
+    and methods of ``stable_baselines3.HerReplayBuffer`` (``buffer_size`` transitions over all envs).
 
-    Same constructor and methods as ``stable_baselines3.HerReplayBuffer`` (see the module docstring
-    for the differences). ``buffer_size`` counts transitions over all envs; each env keeps
-    ``buffer_size // n_envs`` steps.
-
-    Extra keyword-only arguments: ``recompute_terminated`` (relabelled ``done`` from the env's
-    ``compute_terminated``; default ``False``, as stable-baselines3), ``compute_reward`` /
-    ``compute_terminated`` (functions to use instead of the env's, pickled with the buffer), ``seed``
-    (of the buffer's generator; ``None`` draws one from NumPy's global state), ``check_finite`` (refuse
-    NaN or inf in ``add``, default ``True``), ``info_keys`` (the info keys ``compute_reward`` reads;
-    by default the env's ``reward_info_keys``).
+    Keyword-only extras: ``recompute_terminated`` (relabelled ``done`` from the env's
+    ``compute_terminated``; default ``False``), ``compute_reward`` / ``compute_terminated`` (instead of
+    the env's, pickled with the buffer), ``seed`` (``None``: drawn from NumPy's global state),
+    ``check_finite`` (default ``True``), ``info_keys`` (default: the env's ``reward_info_keys``).
     """
 
     def __init__(
@@ -239,12 +225,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         self.env = None
 
     def set_env(self, env: VecEnv) -> None:
-        """Attach the env after unpickling (and resolve its ``compute_reward`` again).
-
-        stable-baselines3's ``model.load_replay_buffer`` calls it with the model's env: a buffer saved
-        for other spaces (shapes or dtypes) or another number of envs is refused here, in one line
-        naming both, rather than at the first ``add`` or ``sample``.
-        """
+        """Attach the env after unpickling and resolve its ``compute_reward`` again (``model.load_replay_buffer``
+        calls it): a buffer saved for other spaces or another number of envs is refused, in one line."""
         if self.env is not None:
             raise ValueError("Trying to set env of already initialized environment.")
         self._check_env(env)
@@ -354,11 +336,8 @@ class HerReplayBuffer(_SB3HerReplayBuffer):
         return normalized
 
     def truncate_last_trajectory(self) -> None:
-        """End every env's unfinished episode at its last stored step (called after loading a buffer).
-
-        As stable-baselines3: the step becomes a time-limit end (so values bootstrap from it when
-        ``handle_timeout_termination`` is true), and the episode can be sampled and relabelled.
-        """
+        """End every env's unfinished episode at its last stored step (after loading a buffer), as
+        stable-baselines3: a time-limit end; the episode can then be sampled and relabelled."""
         if self._storage.current_episode_lengths.any():
             warnings.warn(
                 "The last trajectory in the replay buffer will be truncated.\n"

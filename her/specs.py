@@ -1,9 +1,5 @@
-"""What a HER storage stores, and the checks of what it is given.
-
-``(shape, dtype)`` specs from gymnasium spaces, the integer bounds of discrete action spaces, and
-:func:`checked`, which turns a value into an array of a field's shape and dtype or raises one line
-naming it. Also the memory the machine has left (a storage warns before it allocates more).
-"""
+"""What a HER storage stores (``(shape, dtype)`` specs from gymnasium spaces, the bounds of integer
+actions), and :func:`checked`, which makes a value an array of a field's spec or raises one line naming it."""
 
 from __future__ import annotations
 
@@ -12,19 +8,6 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-
-__all__ = [
-    "ACCEPTED_KINDS",
-    "Spec",
-    "action_spec",
-    "check_keys",
-    "checked",
-    "field_specs",
-    "integer_bounds",
-    "non_finite",
-    "readonly",
-    "specs_text",
-]
 
 #: ``(shape, dtype)`` of one stored field (per env and step).
 Spec = tuple[tuple[int, ...], np.dtype]
@@ -46,14 +29,11 @@ def checked(
     kinds: str | None = None,
     env_axis: int = 0,
 ) -> np.ndarray:
-    """``value`` as an array of exactly ``shape`` and ``dtype``, or a one-line error naming ``label``.
-
-    Axes of length 1 may be added or left out (they do not reorder the values). The dtype must cast
-    without changing what the values mean (``kinds``: the dtype kinds accepted, if not
-    :data:`ACCEPTED_KINDS`'), and every value must survive the cast (300 is no int8), lie within
-    ``bounds`` (integer actions) and, with ``finite``, be finite as stored (the error names the envs,
-    axis ``env_axis``, that hold others). ``lead`` explains the leading axes in the error (e.g.
-    ``"steps=5, n_envs={}"``, the number of envs put in its braces). Returns a new array only where one is needed.
+    """``value`` as an array of exactly ``shape`` and ``dtype`` (axes of length 1 may be added or left
+    out), or a one-line error naming ``label``. The dtype must cast without changing what the values mean
+    (``kinds``: the kinds accepted, if not :data:`ACCEPTED_KINDS`'), and every value must survive the cast,
+    lie within ``bounds`` and, with ``finite``, be finite as stored (the error names the envs, axis
+    ``env_axis``). ``lead`` explains the leading axes (``"steps=5, n_envs={}"``: n_envs in the braces).
     """
     if type(value) is not np.ndarray:
         try:

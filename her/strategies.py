@@ -1,23 +1,12 @@
 """Goal selection strategies: pure, vectorized samplers of the step whose achieved goal becomes the new goal.
 
-A strategy only decides *which step* of an episode supplies the relabelled goal; the storage turns
-that step into a goal. A strategy is a function of whole batches (no Python loop over samples) that
-takes its random draws from the caller (uniform floats), never from NumPy's global state:
-
-``sampler(steps, remaining, uniforms) -> offsets``, all int64 arrays of shape ``(B,)`` but the
-float ``uniforms`` in ``[0, 1)``: ``steps`` is the index ``t`` of each sampled transition within its
-episode, ``remaining`` the steps left in its episode, ``t`` included (``length - t >= 1``); the
-result is the offset ``j - t`` of the chosen step ``j`` (``0 <= j < length``).
-
-Conventions, shared with stable-baselines3 so that results are comparable:
-
-* the chosen step ``j`` names the transition whose **next** achieved goal is used, because the
-  reward of transition ``t`` depends on the state it leads to (``r_t = f(ag_{t+1}, g)``);
-* ``future`` is inclusive: ``j`` is drawn uniformly from ``[t, length)``, so the current
-  transition's own outcome can be the goal (the HER paper's strict version draws from ``(t, length)``);
-* ``final`` always picks ``j = length - 1`` and ``episode`` draws ``j`` uniformly from ``[0, length)``.
-
-More strategies: :func:`register_strategy` (see docs/her.md, "Adding a goal-selection strategy").
+``sampler(steps, remaining, uniforms) -> offsets``, int64 arrays of shape ``(B,)`` (``uniforms``: floats
+in ``[0, 1)`` drawn by the caller, never from NumPy's global state): ``steps`` is each transition's
+index ``t`` in its episode, ``remaining`` the steps left, ``t`` included; the result is the offset
+``j - t`` of the chosen step ``0 <= j < length``. As stable-baselines3's: step ``j`` names the
+transition whose **next** achieved goal is used (``r_t = f(ag_{t+1}, g)``); ``future`` draws ``j`` from
+``[t, length)`` (inclusive, unlike the HER paper's ``(t, length)``), ``final`` is ``length - 1``,
+``episode`` any step. More: :func:`register_strategy` (docs/her.md, "Adding a goal-selection strategy").
 """
 
 from __future__ import annotations
@@ -26,15 +15,6 @@ import enum
 from collections.abc import Callable
 
 import numpy as np
-
-__all__ = [
-    "GoalSampler",
-    "GoalSelectionStrategy",
-    "goal_step_offsets",
-    "parse_strategy",
-    "register_strategy",
-    "strategy_names",
-]
 
 #: ``sampler(steps, remaining, uniforms) -> offsets`` (see the module docstring).
 GoalSampler = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
