@@ -69,8 +69,18 @@ def _minari() -> Any:
 # ---------------------------------------------------------------------------------------- recording
 def collector(env: gym.Env) -> Any:
     """``minari.DataCollector`` of ``env`` that keeps every step's info (every goalenvs id's reset info
-    has its step info's keys, as Minari requires with ``record_infos=True``)."""
-    return _minari().DataCollector(env, record_infos=True)
+    has its step info's keys, as Minari requires with ``record_infos=True``), but for the
+    ``"TimeLimit.truncated"`` that importing rl_zoo3 makes Gymnasium's TimeLimit add at time-limit steps
+    only: Minari refuses an episode whose infos change keys, and ``truncations`` holds the same flag."""
+    minari = _minari()
+
+    class WithoutTimeLimitKey(minari.StepDataCallback):  # type: ignore[name-defined]
+        def __call__(self, env: gym.Env, **kwargs: Any) -> Any:
+            step_data = super().__call__(env, **kwargs)
+            step_data["info"] = {k: v for k, v in step_data["info"].items() if k != "TimeLimit.truncated"}
+            return step_data
+
+    return minari.DataCollector(env, record_infos=True, step_data_callback=WithoutTimeLimitKey)
 
 
 def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -> list[bool]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -105,6 +108,29 @@ def test_a_pointmaze_dataset_loads_as_d4rl_ones_do():
     )
     np.testing.assert_array_equal(batch["rewards"], expected)
     assert (batch["rewards"][batch["relabelled"]] == 1.0).any()  # PointMaze's sparse reward: 1 at the goal
+
+
+def test_a_dataset_records_in_a_process_that_imported_rl_zoo3(tmp_path):
+    """Importing rl_zoo3 swaps Gymnasium's TimeLimit for one that adds ``info["TimeLimit.truncated"]`` at
+    time-limit steps only; Minari then refused the episode (pytree structure error). In a subprocess, as
+    the swap lasts for the whole process."""
+    pytest.importorskip("gymnasium_robotics")
+    if importlib.util.find_spec("rl_zoo3") is None:
+        pytest.skip("rl_zoo3 is not installed")
+    script = (
+        "import sys; sys.path.insert(0, 'examples')\n"
+        "import rl_zoo3, gymnasium as gym, gymnasium_robotics, offline_her\n"
+        "gym.register_envs(gymnasium_robotics)\n"
+        "env = offline_her.collector(gym.make('PointMaze_UMaze-v3', max_episode_steps=20))\n"
+        "env.action_space.seed(0)\n"
+        "offline_her.run_episodes(env, lambda obs: env.action_space.sample(), 2, first_seed=0)\n"
+        "print(env.create_dataset('pointmaze/umaze/zoo-v0').total_steps)\n"
+    )
+    env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "datasets"), PYTHONWARNINGS="ignore")
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split()[-1] == "40"
 
 
 def test_goal_dataset_check_refuses_others():
