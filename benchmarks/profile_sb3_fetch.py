@@ -97,7 +97,9 @@ def main(argv: list[str] | None = None) -> None:
     totals["eval"] = eval_per_episode * args.eval_episodes * args.steps / args.eval_freq
     totals["other"] = wall - sum(v for k, v in totals.items() if k != "eval")
     total = wall + totals["eval"]
-    print(f"{ENV_ID} TQC+HER (tqc_cpu.yml), {args.steps} steps: {args.steps / total:.1f} env steps/s")
+    print(
+        f"{ENV_ID} TQC+HER (goalenvs.zoo.tqc_cpu), {args.steps} steps: {args.steps / total:.1f} env steps/s"
+    )
     for key, value in totals.items():
         print(f"  {key:7s} {value:7.2f} s  {value / total:6.1%}  {value / args.steps * 1e3:7.2f} ms/step")
 
