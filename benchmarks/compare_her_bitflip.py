@@ -3,8 +3,8 @@
     python -m benchmarks.compare_her_bitflip [--n-bits 15] [--timesteps 10000] [--seeds 0 1 2] [--jobs 2]
 
 A learning comparison, not a speed row: it trains for minutes, so ``python -m benchmarks`` does not
-run it. Both runs of a seed use the settings of ``goalenvs.zoo.dqn`` (``DQN_SETTINGS``;
-tests/test_benchmarks.py checks that they agree), the same env seed and the same model seed; only
+run it. Both runs of a seed use the settings of ``goalenvs.zoo.dqn`` (``DQN_SETTINGS``, read from
+that module), the same env seed and the same model seed; only
 ``replay_buffer_class`` differs. The relabelling statistics are the same (tests/her/test_her_sb3.py
 checks it), so the success rates should agree up to seed noise. Prints the success rate (greedy, 200
 episodes) after training, the success at checkpoints, and the training wall time.
@@ -12,6 +12,7 @@ episodes) after training, the success at checkpoints, and the training wall time
 
 from __future__ import annotations
 
+import copy
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -26,22 +27,16 @@ from stable_baselines3.common.utils import LinearSchedule
 
 import goalenvs  # noqa: F401  (registers goalenvs/BitFlip-v0)
 from benchmarks.common import ArgumentParser, at_least
+from goalenvs.zoo import dqn as zoo_dqn
 from her import HerReplayBuffer
 
-# goalenvs.zoo.dqn's goalenvs/BitFlip-v0 entry, as DQN's keyword arguments (its n_bits
-# and n_timesteps are this script's defaults; policy and replay_buffer_class are set below).
-DQN_SETTINGS: dict[str, Any] = {
-    "learning_rate": LinearSchedule(2e-3, 0.0, 1.0),  # the RL Zoo's lin_2e-3: down to 0 at the last step
-    "buffer_size": 100_000,
-    "learning_starts": 1000,
-    "batch_size": 256,
-    "gamma": 0.95,
-    "target_update_interval": 500,
-    "exploration_fraction": 0.1,
-    "exploration_final_eps": 0.02,
-    "replay_buffer_kwargs": {"goal_selection_strategy": "future", "n_sampled_goal": 4},
-    "policy_kwargs": {"net_arch": [256, 256]},
-}
+# goalenvs.zoo.dqn's goalenvs/BitFlip-v0 entry as DQN's keyword arguments: its n_bits and n_timesteps
+# are this script's defaults; policy and replay_buffer_class are set below; "lin_2e-3" is the RL Zoo's
+# learning rate decayed linearly to 0 at the last step.
+_ENTRY = copy.deepcopy(zoo_dqn.hyperparams["goalenvs/BitFlip-v0"])
+_ZOO_ONLY = ("env_kwargs", "n_timesteps", "policy", "replay_buffer_class")
+DQN_SETTINGS: dict[str, Any] = {key: value for key, value in _ENTRY.items() if key not in _ZOO_ONLY}
+DQN_SETTINGS["learning_rate"] = LinearSchedule(float(_ENTRY["learning_rate"].removeprefix("lin_")), 0.0, 1.0)
 
 
 def evaluate(model, n_bits: int, n_episodes: int, seed: int) -> float:

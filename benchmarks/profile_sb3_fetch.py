@@ -3,7 +3,7 @@
     python -m benchmarks.profile_sb3_fetch [--steps 3000] [--eval-freq 20000] [--eval-episodes 50] [--threads 1]
 
 The model of ``goalenvs.zoo.tqc_cpu`` (TQC, our HER buffer, VecNormalize of the
-observations; ``TQC_SETTINGS``, which tests/test_benchmarks.py checks against the file) fills
+observations; ``TQC_SETTINGS``, read from that module) fills
 ``learning_starts`` steps, then trains ``--steps`` more with timers around the env step, the action
 choice, the buffer's ``add`` and ``sample`` and the updates; evaluation (10 greedy episodes) is charged
 at ``--eval-episodes`` every ``--eval-freq`` steps. Not in ``python -m benchmarks``: it has no peer.
@@ -11,6 +11,7 @@ at ``--eval-episodes`` every ``--eval-freq`` steps. Not in ``python -m benchmark
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -22,23 +23,17 @@ from stable_baselines3.common.vec_env import VecNormalize
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from benchmarks.common import ArgumentParser, at_least
+from goalenvs.zoo import tqc_cpu
 from her import HerReplayBuffer
 
 ENV_ID = "goalenvs/FetchPush-v0"
-N_ENVS = 4
-# goalenvs.zoo.tqc_cpu's goalenvs/FetchPush-v0 entry, as TQC's keyword arguments.
-TQC_SETTINGS: dict[str, Any] = {
-    "buffer_size": 1_000_000,
-    "batch_size": 256,
-    "gamma": 0.95,
-    "learning_rate": 1e-3,
-    "tau": 0.05,
-    "learning_starts": 1000,
-    "train_freq": 1,
-    "gradient_steps": 2,
-    "replay_buffer_kwargs": {"goal_selection_strategy": "future", "n_sampled_goal": 4},
-    "policy_kwargs": {"net_arch": [256, 256, 256], "n_critics": 2},
-}
+# goalenvs.zoo.tqc_cpu's goalenvs/FetchPush-v0 entry: its TQC keyword arguments (the keys the RL Zoo
+# itself reads, and the buffer, which this script passes as a class, left out).
+_ENTRY = copy.deepcopy(tqc_cpu.hyperparams[ENV_ID])
+N_ENVS: int = _ENTRY["n_envs"]
+NORMALIZE: dict[str, bool] = _ENTRY["normalize"]
+_ZOO_ONLY = ("n_timesteps", "policy", "n_envs", "normalize", "replay_buffer_class")
+TQC_SETTINGS: dict[str, Any] = {key: value for key, value in _ENTRY.items() if key not in _ZOO_ONLY}
 
 
 def timed(obj: Any, name: str, totals: dict[str, float], key: str) -> None:
@@ -67,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=at_least(1), default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    env = VecNormalize(make_vec_env(ENV_ID, n_envs=N_ENVS, seed=0), norm_reward=False)
+    env = VecNormalize(make_vec_env(ENV_ID, n_envs=N_ENVS, seed=0), **NORMALIZE)
     model = TQC(
         "MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer, seed=0, device="cpu", **TQC_SETTINGS
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 from goalenvs.zoo import HER_BUFFER
 
-_FETCH_REACH: dict[str, Any] = {
+FETCH_REACH: dict[str, Any] = {
     "n_timesteps": 10_000,
     "policy": "MultiInputPolicy",
     "buffer_size": 1_000_000,
@@ -27,20 +27,22 @@ _FETCH_REACH: dict[str, Any] = {
     "policy_kwargs": {"net_arch": [64, 64]},
 }
 
+PARKING: dict[str, Any] = {
+    "n_timesteps": 100_000,
+    "policy": "MultiInputPolicy",
+    "buffer_size": 1_000_000,
+    "batch_size": 512,
+    "gamma": 0.98,
+    "learning_rate": 1.5e-3,
+    "learning_starts": 500,
+    "tau": 0.005,
+    "replay_buffer_class": HER_BUFFER,
+    "replay_buffer_kwargs": {"goal_selection_strategy": "episode", "n_sampled_goal": 4},
+    "policy_kwargs": {"net_arch": [512, 512, 512]},
+}
+
 hyperparams: dict[str, dict[str, Any]] = {
-    "goalenvs/FetchReach-v0": _FETCH_REACH,
-    "goalenvs/FetchReachDense-v0": _FETCH_REACH,
-    "goalenvs/Parking-v0": {
-        "n_timesteps": 100_000,
-        "policy": "MultiInputPolicy",
-        "buffer_size": 1_000_000,
-        "batch_size": 512,
-        "gamma": 0.98,
-        "learning_rate": 1.5e-3,
-        "learning_starts": 500,
-        "tau": 0.005,
-        "replay_buffer_class": HER_BUFFER,
-        "replay_buffer_kwargs": {"goal_selection_strategy": "episode", "n_sampled_goal": 4},
-        "policy_kwargs": {"net_arch": [512, 512, 512]},
-    },
+    "goalenvs/FetchReach-v0": FETCH_REACH,
+    "goalenvs/FetchReachDense-v0": FETCH_REACH,
+    "goalenvs/Parking-v0": PARKING,
 }

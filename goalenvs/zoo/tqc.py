@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from goalenvs.zoo import HER_BUFFER
+from goalenvs.zoo import HER_BUFFER, sac
 
 _FETCH_OBJECT: dict[str, Any] = {  # Push, Slide, PickAndPlace
     "n_timesteps": 1_000_000,
@@ -23,21 +23,8 @@ _FETCH_OBJECT: dict[str, Any] = {  # Push, Slide, PickAndPlace
     "replay_buffer_kwargs": {"goal_selection_strategy": "future", "n_sampled_goal": 4},
     "policy_kwargs": {"net_arch": [512, 512, 512], "n_critics": 2},
 }
-_FETCH_REACH: dict[str, Any] = {
-    "n_timesteps": 10_000,
-    "policy": "MultiInputPolicy",
-    "buffer_size": 1_000_000,
-    "ent_coef": "auto",
-    "batch_size": 256,
-    "gamma": 0.95,
-    "learning_rate": 1e-3,
-    "learning_starts": 1000,
-    # VecNormalize, as the RL Zoo: FetchReach does not learn in 10k steps without it (docs/training.md)
-    "normalize": True,
-    "replay_buffer_class": HER_BUFFER,
-    "replay_buffer_kwargs": {"goal_selection_strategy": "future", "n_sampled_goal": 4},
-    "policy_kwargs": {"net_arch": [64, 64], "n_critics": 1},
-}
+# SAC's entries (the RL Zoo gives both algorithms the same values) with TQC's critics.
+_FETCH_REACH = {**sac.FETCH_REACH, "policy_kwargs": {"net_arch": [64, 64], "n_critics": 1}}
 _FETCH: dict[str, dict[str, Any]] = {
     "FetchReach": _FETCH_REACH,
     "FetchPush": _FETCH_OBJECT,
@@ -46,18 +33,6 @@ _FETCH: dict[str, dict[str, Any]] = {
 }
 
 hyperparams: dict[str, dict[str, Any]] = {
-    "goalenvs/Parking-v0": {
-        "n_timesteps": 100_000,
-        "policy": "MultiInputPolicy",
-        "buffer_size": 1_000_000,
-        "batch_size": 512,
-        "gamma": 0.98,
-        "learning_rate": 1.5e-3,
-        "learning_starts": 500,
-        "tau": 0.005,
-        "replay_buffer_class": HER_BUFFER,
-        "replay_buffer_kwargs": {"goal_selection_strategy": "episode", "n_sampled_goal": 4},
-        "policy_kwargs": {"net_arch": [512, 512, 512], "n_critics": 2},
-    },
+    "goalenvs/Parking-v0": {**sac.PARKING, "policy_kwargs": {"net_arch": [512, 512, 512], "n_critics": 2}},
     **{f"goalenvs/{task}{dense}-v0": entry for task, entry in _FETCH.items() for dense in ("", "Dense")},
 }
