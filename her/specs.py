@@ -81,6 +81,11 @@ def non_finite(label: str, envs: Any) -> ValueError:
     )
 
 
+def non_finite_rows(values: np.ndarray) -> list[int]:
+    """The rows of a 2-d array that hold a non-finite value (none in an array of neither floats nor complex)."""
+    return np.flatnonzero(~np.isfinite(values).all(axis=1)).tolist() if values.dtype.kind in "fc" else []
+
+
 def check_keys(value: Any, specs: Mapping[str, Spec], name: str) -> None:
     """``value`` must be a mapping with exactly the keys of ``specs``."""
     if type(value) is dict and value.keys() == specs.keys():
