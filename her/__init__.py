@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from goalenvs.core import resolve_env_function
@@ -30,14 +31,11 @@ __all__ = [
 ]
 
 
+_ADAPTERS = {"HerReplayBuffer": "her.sb3", "HerReplayStorage": "her.rllte"}
+
+
 def __getattr__(name: str) -> Any:
-    # The adapters need torch (and stable-baselines3); load them only when asked for.
-    if name == "HerReplayBuffer":
-        from her.sb3 import HerReplayBuffer
-
-        return HerReplayBuffer
-    if name == "HerReplayStorage":
-        from her.rllte import HerReplayStorage
-
-        return HerReplayStorage
-    raise AttributeError(f"module 'her' has no attribute {name!r}")
+    # The adapters need torch (and stable-baselines3 or rllte's types): loaded only when asked for.
+    if name not in _ADAPTERS:
+        raise AttributeError(f"module 'her' has no attribute {name!r}")
+    return getattr(importlib.import_module(_ADAPTERS[name]), name)
