@@ -142,8 +142,6 @@ def tensorboard_folder(
 
 def load_conf(path: Path, option: str) -> dict[str, Any]:
     """The entries of a settings file: YAML, env id -> settings (as the RL Zoo's hyperparameter files)."""
-    if not path.is_file():
-        raise RunError(f"{option}: {path} is not a file; accepted: a YAML file of env ids -> settings")
     try:
         entries = yaml.safe_load(path.read_text()) or {}
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
@@ -379,10 +377,8 @@ class RunFolder:
             return
         if self.lock_fd is None:
             self.lock(probe=True)  # a run busy there is named as such
-        # The lock, the manifest and its temporaries are a run's bookkeeping (one starting there this instant).
-        held = sorted(
-            p.name for p in path.iterdir() if not p.name.startswith((LOCK, MANIFEST, "." + MANIFEST))
-        )
+        bookkeeping = (LOCK, MANIFEST, "." + MANIFEST)  # a run's lock, manifest and its temporaries
+        held = sorted(p.name for p in path.iterdir() if not p.name.startswith(bookkeeping))
         if held and not force:
             fix = f"pass --resume {path} to continue that run, --force to replace it"
             if not resumable:
@@ -498,10 +494,8 @@ class RunFolder:
             raise RunError(f"{path} is missing; this is not a run folder any more") from None
         except (ValueError, OSError) as exc:
             raise RunError(f"{path} is damaged ({type(exc).__name__}); delete it and the run's files by hand, or choose another --output") from None  # fmt: skip
-        if not isinstance(manifest, dict) or [type(manifest.get(k)) for k in ("files", "run_id")] != [
-            list,
-            str,
-        ]:
+        kinds = [type(manifest.get(k)) for k in ("files", "run_id")] if isinstance(manifest, dict) else []
+        if kinds != [list, str]:
             raise RunError(f"{path} is damaged (not a manifest of {self.script}); choose another --output")
         return manifest
 
