@@ -1,10 +1,11 @@
 """What her_ddpg.py's policy is made of, for the scripts that read its checkpoints: the input normaliser,
-the networks, and :func:`load_policy` (the greedy policy of a run's latest checkpoint)."""
+the networks, and :func:`load_policy` (the greedy policy of a run's latest checkpoint); and the episode
+loop and GIF that the scripts share."""
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -95,17 +96,17 @@ class MLP(nn.Module):
         return self.head(h.float())
 
 
-def load_policy(run_dir: Path, option: str = "--policy") -> tuple[Policy, str]:
+def load_policy(run_dir: Path, option: str = "--policy") -> tuple[Policy, dict[str, Any]]:
     """The greedy policy of the latest checkpoint of a her_ddpg.py run (a batch of observation dicts ->
-    actions in the env's units, on the CPU), and its env id. A folder without a checkpoint, or with one
-    that does not fit, is a :class:`RunError` of one line naming ``option``."""
+    actions in the env's units, on the CPU), and the run's settings. A folder without a checkpoint, or with
+    one that does not fit, is a :class:`RunError` of one line naming ``option``."""
     checkpoint = RunFolder.read_only(run_dir, SCRIPT, OUTPUTS, option=option).latest_checkpoint()
     if checkpoint is None:
         raise RunError(
             f"{option}: {run_dir} has no checkpoint yet ({SCRIPT} writes one every --save-freq epochs)"
         )
     cfg = checkpoint.meta.get("config")
-    keys = ("env_id", "hidden", "layers", "bf16", "clip_obs", "norm_eps", "norm_clip")
+    keys = "env_id hidden layers bf16 clip_obs norm_eps norm_clip noise_eps random_eps".split()
     if not isinstance(cfg, dict) or not set(keys) <= set(cfg):
         raise checkpoint.unfit("MANIFEST.json", f"its meta holds no {SCRIPT} settings")
     env = gym.make(cfg["env_id"])
@@ -136,24 +137,43 @@ def load_policy(run_dir: Path, option: str = "--policy") -> tuple[Policy, str]:
             u = torch.tanh(actor(x)).numpy()
         return u if unit else low + (u + 1.0) * 0.5 * (high - low)  # [-1, 1] -> the env's bounds
 
-    return policy, cfg["env_id"]
+    return policy, cfg
+
+
+def run_episodes(
+    env: gym.Env, policy: Policy, seeds: Iterable[int | None], frames: list[Any] | None = None
+) -> list[bool]:
+    """An episode of ``policy`` (one observation dict -> one action) per seed (None: not reseeded), each
+    frame rendered into ``frames`` if given; their successes (``info["is_success"]``, else ``"success"``)."""
+    successes = []
+    for seed in seeds:
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            if frames is not None:
+                frames.append(env.render())
+            obs, _, terminated, truncated, info = env.step(policy(obs))
+            done = terminated or truncated
+        if frames is not None:
+            frames.append(env.render())
+        successes.append(bool(info.get("is_success", info.get("success", False))))
+    return successes
+
+
+def gif(frames: list[Any], duration: float) -> bytes:
+    """``frames`` as a looping animated GIF's bytes, ``duration`` milliseconds each."""
+    import imageio.v2 as imageio
+
+    data = io.BytesIO()
+    imageio.mimsave(data, [np.asarray(f) for f in frames], format="GIF", duration=duration, loop=0)
+    return data.getvalue()
 
 
 def record_gif(policy: Policy, env_id: str, seed: int, episodes: int = 3, size: int = 240) -> bytes:
     """A GIF (its bytes, 25 frames per second) of ``episodes`` episodes of ``policy``, seeded from ``seed``."""
-    import imageio.v2 as imageio
-
     env = gym.make(env_id, render_mode="rgb_array", width=size, height=size)
     frames: list[Any] = []
-    for episode in range(episodes):
-        obs, _ = env.reset(seed=seed + episode)
-        frames.append(env.render())
-        done = False
-        while not done:
-            obs, _, terminated, truncated, _ = env.step(policy({k: v[None] for k, v in obs.items()})[0])
-            frames.append(env.render())
-            done = terminated or truncated
+    one = lambda obs: policy({k: v[None] for k, v in obs.items()})[0]  # noqa: E731  (a batch of one)
+    run_episodes(env, one, range(seed, seed + episodes), frames)
     env.close()
-    data = io.BytesIO()
-    imageio.mimsave(data, frames, format="GIF", duration=40, loop=0)
-    return data.getvalue()
+    return gif(frames, 40)

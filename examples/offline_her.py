@@ -33,7 +33,7 @@ import nets
 import numpy as np
 import torch
 from gymnasium import spaces
-from nets import MLP, Normalizer, Policy
+from nets import MLP, Normalizer, Policy, run_episodes
 from runfolder import (
     ArgumentParser,
     Range,
@@ -83,20 +83,6 @@ def collector(env: gym.Env) -> Any:
     return minari.DataCollector(env, record_infos=True, step_data_callback=WithoutTimeLimitKey)
 
 
-def run_episodes(env: gym.Env, policy: Policy, episodes: int, first_seed: int) -> list[bool]:
-    """Play ``episodes`` episodes of ``policy`` (one observation dict -> one action), episode ``i`` seeded
-    ``first_seed + i``; their successes (``info["is_success"]``, or ``"success"``, at the episode's end)."""
-    successes = []
-    for i in range(episodes):
-        obs, info = env.reset(seed=first_seed + i)
-        done = False
-        while not done:
-            obs, _, terminated, truncated, info = env.step(policy(obs))
-            done = terminated or truncated
-        successes.append(bool(info.get("is_success", info.get("success", False))))
-    return successes
-
-
 def noisy_policy(greedy: Policy, box: spaces.Box, noise_eps: float, random_eps: float, seed: int) -> Policy:
     """``greedy`` plus Gaussian noise ``noise_eps`` (in units of half the action range), and with
     probability ``random_eps`` a uniformly random action instead (her_ddpg.py's exploration)."""
@@ -111,19 +97,6 @@ def noisy_policy(greedy: Policy, box: spaces.Box, noise_eps: float, random_eps: 
         return u.astype(np.float32)
 
     return noisy
-
-
-def run_exploration(run_dir: Path) -> tuple[float, float]:
-    """The her_ddpg.py run's own ``noise_eps`` and ``random_eps`` (its latest checkpoint's settings)."""
-    folder = RunFolder.read_only(run_dir, nets.SCRIPT, nets.OUTPUTS, option="--policy")
-    checkpoint = folder.latest_checkpoint(verify=False)
-    config = checkpoint.meta.get("config") if checkpoint is not None else None
-    try:
-        return float(config["noise_eps"]), float(config["random_eps"])  # type: ignore[index]
-    except (KeyError, TypeError, ValueError):
-        raise RunError(
-            f"--policy: {run_dir}'s checkpoint names no noise_eps and random_eps; pass --noise-eps and --random-eps"
-        ) from None
 
 
 def check_dataset_id(dataset_id: str, option: str = "--dataset") -> None:
@@ -150,18 +123,16 @@ def record(args: argparse.Namespace) -> None:
             f"choose another id, or delete it first (minari delete {args.dataset})"
         )
     torch.set_num_threads(args.threads)
-    greedy, env_id = nets.load_policy(args.policy)
-    noise_eps, random_eps = args.noise_eps, args.random_eps
-    if noise_eps is None or random_eps is None:  # the run's own, for what is not given
-        own_noise, own_random = run_exploration(args.policy)
-        noise_eps = own_noise if noise_eps is None else noise_eps
-        random_eps = own_random if random_eps is None else random_eps
+    greedy, run = nets.load_policy(args.policy)
+    noise_eps = run["noise_eps"] if args.noise_eps is None else args.noise_eps  # the run's own by default
+    random_eps = run["random_eps"] if args.random_eps is None else args.random_eps
+    env_id = run["env_id"]
     env = collector(gym.make(env_id))
     noisy = noisy_policy(greedy, env.action_space, noise_eps, random_eps, args.seed)
-    first = args.seed * RECORD_SEED
+    first, n_episodes = args.seed * RECORD_SEED, args.expert_episodes + args.noisy_episodes
     t0 = time.perf_counter()
-    expert = run_episodes(env, greedy, args.expert_episodes, first)
-    mixed = run_episodes(env, noisy, args.noisy_episodes, first + args.expert_episodes)
+    expert = run_episodes(env, greedy, range(first, first + args.expert_episodes))
+    mixed = run_episodes(env, noisy, range(first + args.expert_episodes, first + n_episodes))
     with warnings.catch_warnings():  # Minari asks for an author, an e-mail address, a code link, ...
         warnings.filterwarnings("ignore", category=UserWarning, module="minari")
         dataset = env.create_dataset(
@@ -379,7 +350,7 @@ def evaluate(agent: TD3BC, env: gym.Env, episodes: int) -> float:
     def policy(obs: dict[str, np.ndarray]) -> np.ndarray:
         return agent.pi(obs["observation"][None], obs["desired_goal"][None])[0]
 
-    return float(np.mean(run_episodes(env, policy, episodes, EVAL_SEED)))
+    return float(np.mean(run_episodes(env, policy, range(EVAL_SEED, EVAL_SEED + episodes))))
 
 
 def load_dataset(dataset_id: str) -> Any:

@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 import runfolder
 import torch
+from nets import gif, run_episodes
 from runfolder import Checkpoint, Range, RunError, check_settings, csv_text, write_atomic
 from stable_baselines3 import DDPG, DQN, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -298,26 +299,13 @@ def record(
     model: BaseAlgorithm, env_id: str, env_kwargs: dict, path: Path, n_episodes: int, seed: int
 ) -> float:
     """Write ``n_episodes`` deterministic episodes as an animated GIF, atomically; returns their success rate."""
-    import imageio.v2 as imageio
-
     env = gym.make(env_id, render_mode="rgb_array", **env_kwargs)
-    frames, successes = [], 0
-    obs, _ = env.reset(seed=seed)
-    for _ in range(n_episodes):
-        frames.append(env.render())
-        done, info = False, dict[str, Any]()
-        while not done:
-            obs, _, terminated, truncated, info = env.step(act(model, obs))
-            frames.append(env.render())
-            done = terminated or truncated
-        successes += bool(info.get("is_success", False))
-        obs, _ = env.reset()
-    gif = io.BytesIO()
-    duration = 1000 / env.metadata.get("render_fps", 10)
-    imageio.mimsave(gif, [np.asarray(f) for f in frames], format="GIF", duration=duration, loop=0)
-    write_atomic(path, gif.getvalue())  # an interrupted run leaves no half GIF
+    frames: list[Any] = []
+    seeds = [seed] + [None] * (n_episodes - 1)  # the later episodes go on with the env's own stream
+    successes = run_episodes(env, lambda obs: act(model, obs), seeds, frames)
+    write_atomic(path, gif(frames, 1000 / env.metadata.get("render_fps", 10)))  # no half GIF if interrupted
     env.close()
-    return successes / n_episodes
+    return float(np.mean(successes))
 
 
 class _TensorBoard(TensorBoardOutputFormat):

@@ -199,8 +199,8 @@ def test_run_writes_curve_plot_checkpoint_and_gif(tmp_path: Path) -> None:
     }
     assert sorted(p.name for p in out.iterdir()) == sorted([*written["files"], ".run-manifest.json"])
     # nets.load_policy: the checkpoint's greedy policy, as the run's own agent acts.
-    policy, env_id = nets.load_policy(out)
-    assert env_id == "goalenvs/FetchReach-v0"
+    policy, run = nets.load_policy(out)
+    assert run["env_id"] == "goalenvs/FetchReach-v0"
     cfg = her_ddpg.Config(**json.loads((checkpoint / "MANIFEST.json").read_text())["meta"]["config"])
     agent = her_ddpg.Agent(cfg, 10, 3, 4)
     agent.load_state_dict(torch.load(checkpoint / "agent.pt", weights_only=False)["agent"])

@@ -43,7 +43,7 @@ def _tiny_dataset(dataset_id: str = "goalenvs/fetchreach/tiny-v0", episodes: int
     env.action_space.seed(0)
     for i in range(episodes):
         policy = _scripted if i % 2 == 0 else (lambda obs: env.action_space.sample())
-        offline_her.run_episodes(env, policy, 1, first_seed=i)
+        offline_her.run_episodes(env, policy, [i])
     with pytest.warns(UserWarning):  # Minari asks for an author, a description, ...
         env.create_dataset(dataset_id)
     return offline_her.load_dataset(dataset_id)
@@ -95,7 +95,7 @@ def test_a_pointmaze_dataset_loads_as_d4rl_ones_do():
     gym.register_envs(gymnasium_robotics)
     env = offline_her.collector(gym.make("PointMaze_UMaze-v3", max_episode_steps=20))
     env.action_space.seed(0)
-    offline_her.run_episodes(env, lambda obs: env.action_space.sample(), 3, first_seed=0)
+    offline_her.run_episodes(env, lambda obs: env.action_space.sample(), range(3))
     with pytest.warns(UserWarning):
         env.create_dataset("pointmaze/umaze/tiny-v0")
     dataset = offline_her.load_dataset("pointmaze/umaze/tiny-v0")
@@ -123,7 +123,7 @@ def test_a_dataset_records_in_a_process_that_imported_rl_zoo3(tmp_path):
         "gym.register_envs(gymnasium_robotics)\n"
         "env = offline_her.collector(gym.make('PointMaze_UMaze-v3', max_episode_steps=20))\n"
         "env.action_space.seed(0)\n"
-        "offline_her.run_episodes(env, lambda obs: env.action_space.sample(), 2, first_seed=0)\n"
+        "offline_her.run_episodes(env, lambda obs: env.action_space.sample(), range(2))\n"
         "print(env.create_dataset('pointmaze/umaze/zoo-v0').total_steps)\n"
     )
     env = dict(os.environ, MINARI_DATASETS_PATH=str(tmp_path / "datasets"), PYTHONWARNINGS="ignore")
