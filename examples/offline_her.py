@@ -392,9 +392,8 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
     if "dataset" not in given:
         raise RunError("--dataset: missing; accepted: a local Minari dataset id")
     s = Settings(**given)
-    RunFolder(args.output, SCRIPT, OUTPUTS).check_new(
-        args.force, resumable=False
-    )  # before reading the dataset
+    # Refused before the dataset is read.
+    RunFolder(args.output, SCRIPT, OUTPUTS).check_new(args.force, resumable=False)
     dataset = load_dataset(s.dataset)
     check_goal_dataset(dataset)
     try:

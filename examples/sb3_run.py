@@ -315,6 +315,8 @@ class _TensorBoard(TensorBoardOutputFormat):
         self.writer, self._is_closed = writer, False
 
 
-def tensorboard_logger(writer: Any) -> Logger:
-    """stable-baselines3's scalars as TensorBoard events through ``writer``, in the run's own folder."""
-    return Logger(writer.log_dir, [_TensorBoard(writer)])
+def log_to_tensorboard(model: BaseAlgorithm, writer: Any) -> None:
+    """The model's scalars as TensorBoard events through ``writer``, in the run's own folder (stable-baselines3's
+    own ``tensorboard_log`` option, kept in the model, names its parent)."""
+    model.tensorboard_log = str(Path(writer.log_dir).parent)
+    model.set_logger(Logger(writer.log_dir, [_TensorBoard(writer)]))

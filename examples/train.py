@@ -56,13 +56,12 @@ from sb3_run import (
     algorithms,
     checkpoint_files,
     load_checkpoint,
+    log_to_tensorboard,
     model_bytes,
     read_run,
     record,
-    tensorboard_logger,
 )
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
-from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
@@ -138,23 +137,14 @@ def build_parser() -> ArgumentParser:
 
 
 # ---------------------------------------------------------------------------------------- validation
-def _accepted_kwargs(env_id: str, message: str) -> list[str] | None:
-    """The keyword arguments the env's constructor takes (the class named in ``message`` if it forwards **kwargs)."""
-    from gymnasium.envs.registration import load_env_creator
-
-    # A goalenvs id's registered entry point is a make_* function taking **kwargs: look at its env class.
-    ours = [entry.entry_point for entry in goalenvs.ENVS if entry.id == env_id]
-    entry_point = ours[0] if ours else gym.spec(env_id).entry_point
-    if not isinstance(entry_point, str):
+def _accepted_kwargs(env_id: str) -> list[str] | None:
+    """The keyword arguments of the env's class (made with its defaults); None where that cannot be told."""
+    try:
+        env = gym.make(env_id)
+    except Exception:  # whatever the env raises
         return None
-    creator = load_env_creator(entry_point)
-    params = inspect.signature(creator).parameters
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        named = re.match(r"(\w+)\.__init__\(\)", message)
-        target = named and getattr(sys.modules[creator.__module__], named.group(1), None)
-        if target is None:
-            return None
-        params = inspect.signature(target).parameters
+    params = inspect.signature(type(env.unwrapped)).parameters
+    env.close()
     return [
         n for n, p in params.items() if n != "render_mode" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
     ]
@@ -168,7 +158,7 @@ def check_goal_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
         unknown = re.search(r"unexpected keyword argument '(\w+)'", str(exc))
         if unknown is None:
             raise RunError(f"argument --env-kwargs: {env_id} with {env_kwargs}: {exc}") from None
-        accepted = _accepted_kwargs(env_id, str(exc))
+        accepted = _accepted_kwargs(env_id)
         takes = f"; it takes {accepted}" if accepted is not None else ""
         raise RunError(
             f"argument --env-kwargs: {env_id} takes no argument {unknown.group(1)!r}{takes}"
@@ -228,9 +218,9 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
         )
     seed = args.seed if args.seed is not None else 0
     out = args.output or Path("runs") / f"{env_id.split('/')[-1]}_{algo}_s{seed}"
-    RunFolder(out, SCRIPT, OUTPUTS).check_new(
-        args.force
-    )  # a folder in use is refused before the model is built
+    her = {"goal_selection_strategy": args.strategy, "n_sampled_goal": args.n_sampled_goal}
+    # A folder in use is refused before the model is built.
+    RunFolder(out, SCRIPT, OUTPUTS).check_new(args.force)
     tensorboard_folder(None, args.tensorboard, "argument --tensorboard")
     return {
         "env": env_id,
@@ -244,11 +234,7 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
         "save_freq": args.save_freq,
         "conf_file": conf_name,
         "hyperparams": entry,
-        "her_overrides": {
-            k: v
-            for k, v in (("goal_selection_strategy", args.strategy), ("n_sampled_goal", args.n_sampled_goal))
-            if v is not None
-        },
+        "her_overrides": {k: v for k, v in her.items() if v is not None},
         "output": str(out),
         "tensorboard": None,  # the run's TensorBoard folder, made in --tensorboard DIR once the run starts
     }
@@ -282,7 +268,7 @@ def settings(run: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------- the run
-def build_model(run: dict[str, Any], device: str, tensorboard_log: Path | None = None) -> OffPolicyAlgorithm:
+def build_model(run: dict[str, Any], device: str) -> OffPolicyAlgorithm:
     """The algorithm of a new run; what its constructor refuses is one line naming the hyperparameter file."""
     params = evaluate_entry(run["hyperparams"])
     normalize = params.pop("normalize", False)
@@ -309,7 +295,6 @@ def build_model(run: dict[str, Any], device: str, tensorboard_log: Path | None =
             seed=run["seed"],
             device=device,
             verbose=0,
-            tensorboard_log=None if tensorboard_log is None else str(tensorboard_log),
             **params,
         )
     except (TypeError, ValueError, AssertionError, KeyError) as exc:  # the constructors' own checks
@@ -332,7 +317,7 @@ def create(
     run: dict[str, Any], args: argparse.Namespace, device: str
 ) -> tuple[RunFolder, OffPolicyAlgorithm]:
     """The model of a new run, then its folder, locked (the model's errors leave nothing behind)."""
-    model = build_model(run, device, args.tensorboard)
+    model = build_model(run, device)
     if run["save_freq"] or args.stop_at:  # fail now, not at the first checkpoint
         try:
             cloudpickle.dumps(model.get_env())
@@ -396,30 +381,17 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
     else:
         (folder, model), state = create(run, args, device), None
     progress.update(folder=folder, model=model)
-    with folder:
-        logger = open_tensorboard(run, args, model, state is not None)
+    with folder:  # TensorBoard (--tensorboard, or a resumed run's): hides what a stopped session wrote after
+        purge = model.num_timesteps + 1 if state is not None else None  # the checkpoint
+        writer = summary_writer(run["tensorboard"], args.tensorboard, folder.path, purge)
+        if writer is not None:
+            run["tensorboard"] = writer.log_dir
+            log_to_tensorboard(model, writer)
         try:
             return _learn(folder, model, run, state, args, argv)
         finally:
-            if logger is not None:
-                logger.close()  # flushed at every dump too: a killed run loses nothing dumped
-
-
-def open_tensorboard(
-    run: dict[str, Any], args: argparse.Namespace, model: OffPolicyAlgorithm, resumed: bool
-) -> Logger | None:
-    """With ``--tensorboard`` (or a resumed run that had it): the model's logger writing to the run's
-    TensorBoard folder (made in DIR, recorded in ``run``, unless the run has one)."""
-    purge = model.num_timesteps + 1 if resumed else None
-    writer = summary_writer(run["tensorboard"], args.tensorboard, Path(run["output"]), purge)
-    if writer is None:
-        return None
-    run["tensorboard"] = writer.log_dir
-    # stable-baselines3's own option, kept in the model
-    model.tensorboard_log = str(Path(writer.log_dir).parent)
-    logger = tensorboard_logger(writer)
-    model.set_logger(logger)
-    return logger
+            if writer is not None:
+                writer.close()  # flushed at every dump too: a killed run loses nothing dumped
 
 
 def _learn(
