@@ -1,6 +1,6 @@
 """What her_ddpg.py's policy is made of, for the scripts that read its checkpoints: the input normaliser,
-the networks, and :func:`load_policy` (the greedy policy of a run's latest checkpoint); and the episode
-loop and GIF that the scripts share."""
+the networks, and :func:`load_policy` (the greedy policy of a run's latest checkpoint); and what the scripts
+share to show a run: the episode loop, the GIF and the success curve's plot."""
 
 from __future__ import annotations
 
@@ -177,3 +177,21 @@ def record_gif(policy: Policy, env_id: str, seed: int, episodes: int = 3, size: 
     run_episodes(env, one, range(seed, seed + episodes), frames)
     env.close()
     return gif(frames, 40)
+
+
+def curve_png(rows: list[dict[str, Any]], x: str, xlabel: str, title: str, per: int = 1) -> bytes:
+    """The success curve of eval.csv's ``rows`` (``success_rate`` against ``x`` / ``per``) as a PNG file's bytes."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot([r[x] / per for r in rows], [r["success_rate"] for r in rows], marker="o", markersize=3)
+    ax.set(xlabel=xlabel, ylabel="success rate", ylim=(-0.02, 1.02), title=title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    png = io.BytesIO()
+    fig.savefig(png, format="png", dpi=100)
+    plt.close(fig)
+    return png.getvalue()

@@ -1,5 +1,5 @@
 """The run folder of train.py, her_ddpg.py and offline_her.py (its rules and each one's test are in
-docs/failures.md), and what else they share: settings and their checks, CSV, plot, TensorBoard, one-line exits.
+docs/failures.md), and what else they share: settings and their checks, CSV, TensorBoard, one-line exits.
 her_ddpg.py's torchrun workers are workers.py's."""
 
 from __future__ import annotations
@@ -200,24 +200,6 @@ def csv_text(rows: list[dict[str, Any]]) -> str:
     writer.writeheader()
     writer.writerows(rows)
     return text.getvalue()
-
-
-def curve_png(rows: list[dict[str, Any]], x: str, xlabel: str, title: str, per: int = 1) -> bytes:
-    """The success curve of eval.csv's ``rows`` (``success_rate`` against ``x`` / ``per``) as a PNG file's bytes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    ax.plot([r[x] / per for r in rows], [r["success_rate"] for r in rows], marker="o", markersize=3)
-    ax.set(xlabel=xlabel, ylabel="success rate", ylim=(-0.02, 1.02), title=title)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png", dpi=100)
-    plt.close(fig)
-    return png.getvalue()
 
 
 def summary_writer(recorded: str | Path | None, given: Path | None, run: Path, purge_step: int | None) -> Any:

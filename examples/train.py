@@ -35,11 +35,11 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from native_vec_env import make_training_envs
+from nets import curve_png
 from runfolder import (
     ArgumentParser,
     RunError,
     RunFolder,
-    curve_png,
     folder_path,
     integer,
     run_main,
@@ -381,8 +381,9 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
     else:
         (folder, model), state = create(run, args, device), None
     progress.update(folder=folder, model=model)
-    with folder:  # TensorBoard (--tensorboard, or a resumed run's): hides what a stopped session wrote after
-        purge = model.num_timesteps + 1 if state is not None else None  # the checkpoint
+    with folder:
+        # TensorBoard (--tensorboard, or a resumed run's), hiding what a stopped session wrote after its checkpoint
+        purge = model.num_timesteps + 1 if state is not None else None
         writer = summary_writer(run["tensorboard"], args.tensorboard, folder.path, purge)
         if writer is not None:
             run["tensorboard"] = writer.log_dir

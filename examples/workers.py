@@ -20,6 +20,7 @@ from typing import Any, TypeVar, cast
 import runfolder as rf  # examples/runfolder.py
 import torch
 import torch.distributed as dist
+from nets import curve_png
 from runfolder import Checkpoint, RunError, RunFolder
 
 _T = TypeVar("_T")
@@ -349,7 +350,7 @@ class Run:
         """The success curve's plot and the GIF of the trained policy (worker 0)."""
         if self.folder is not None and self.rows:
             title += f", {self.size} workers" if self.size > 1 else ""
-            png = rf.curve_png(self.rows, "env_steps", "env steps (thousands)", title, per=1000)
+            png = curve_png(self.rows, "env_steps", "env steps (thousands)", title, per=1000)
             self.folder.write("success.png", png)
         if self.folder is not None and not self.args.no_gif:
             self.folder.write("policy.gif", gif())
