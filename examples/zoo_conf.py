@@ -76,12 +76,12 @@ def evaluate_entry(entry: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-# The accepted values of every numeric key of a hyperparameter entry (the RL Zoo's keys that the
-# stable-baselines3 and sb3-contrib algorithms take), checked before anything is written: a typo
+# The accepted values of every numeric or boolean key of a hyperparameter entry (the RL Zoo's keys that
+# the stable-baselines3 and sb3-contrib algorithms take), checked before anything is written: a typo
 # (gamma 5, a negative learning rate) is one line naming the file and key, not a failure mid-run.
 _UNIT = Range(float, 0.0, 1.0)
 _POSITIVE = Range(float, 0.0, low_open=True)
-HYPERPARAM_RANGES: dict[str, Range] = {
+HYPERPARAM_RANGES: dict[str, Range | type] = {
     **{key: Range(int, 1) for key in ("n_timesteps", "n_envs", "buffer_size", "batch_size", "train_freq",
                                       "target_update_interval", "policy_delay", "n_steps", "stats_window_size")},
     "learning_starts": Range(int, 0),
@@ -100,12 +100,12 @@ HYPERPARAM_RANGES: dict[str, Range] = {
     "noise_std": Range(float, 0.0),
     "target_policy_noise": Range(float, 0.0),
     "target_noise_clip": Range(float, 0.0),
+    **dict.fromkeys(("use_sde", "use_sde_at_warmup", "optimize_memory_usage"), bool),
 }  # fmt: skip
 HER_RANGES = {"n_sampled_goal": Range(int, 0)}
 # Keys this script reads itself; the others go to the algorithm's constructor (those it sets itself excepted).
 OWN_KEYS = ("n_timesteps", "n_envs", "env_kwargs", "normalize", "noise_std", "noise_type")
 SET_HERE = ("env", "seed", "device", "verbose", "_init_setup_model", "action_noise")
-BOOLEAN_KEYS = ("use_sde", "use_sde_at_warmup", "optimize_memory_usage")
 
 
 def describe_error(exc: BaseException) -> str:
@@ -146,9 +146,6 @@ def _check_strings(params: Mapping[str, Any], where: str) -> None:
         )
     if "noise_type" in params and params["noise_type"] != "normal":
         raise not_accepted(where, "noise_type", params["noise_type"], '"normal" (with noise_std)')
-    for key in BOOLEAN_KEYS:
-        if key in params and not isinstance(params[key], bool):
-            raise not_accepted(where, key, params[key], "true or false")
     if "policy" in params and not isinstance(params["policy"], str):
         raise not_accepted(where, "policy", params["policy"], "a policy name such as 'MultiInputPolicy'")
 
@@ -174,7 +171,7 @@ def check_hyperparams(entry: Mapping[str, Any], algo: str, algo_class: type, whe
     params = dict(entry)
     for key, value in params.items():
         spec = HYPERPARAM_RANGES.get(key)
-        if spec is not None and spec.kind is int and isinstance(value, float) and value.is_integer():
+        if isinstance(spec, Range) and spec.kind is int and isinstance(value, float) and value.is_integer():
             params[key] = int(value)
     _check_strings(params, where)
     words = ("learning_rate", "ent_coef", "target_entropy")
