@@ -57,12 +57,21 @@ RECORD_SEED = 1_000_000  # episode i of `record --seed s` is seeded s * RECORD_S
 EVAL_SEED = 3 * 10**9  # evaluation episode i is seeded EVAL_SEED + i: apart from any recorded one
 
 
-def _minari() -> Any:
-    """The minari module, or a one-line error saying how to install it."""
+def _minari(dataset_id: str | None = None) -> Any:
+    """The minari module, or a one-line error saying how to install it; ``dataset_id`` checked if given."""
     try:
         import minari
+        from minari.dataset.minari_dataset import parse_dataset_id
     except ImportError:
         raise RunError('minari is not installed; pip install "minari[create,hdf5]>=0.5"') from None
+    if dataset_id is not None:
+        try:
+            parse_dataset_id(dataset_id)
+        except (ValueError, TypeError):
+            raise RunError(
+                f"--dataset: {dataset_id!r} is not a Minari dataset id; accepted: (namespace/)name-v<version>, "
+                "e.g. goalenvs/fetchreach/expert-v0"
+            ) from None
     return minari
 
 
@@ -99,22 +108,9 @@ def noisy_policy(greedy: Policy, box: spaces.Box, noise_eps: float, random_eps: 
     return noisy
 
 
-def check_dataset_id(dataset_id: str, option: str = "--dataset") -> None:
-    from minari.dataset.minari_dataset import parse_dataset_id
-
-    try:
-        parse_dataset_id(dataset_id)
-    except (ValueError, TypeError):
-        raise RunError(
-            f"{option}: {dataset_id!r} is not a Minari dataset id; accepted: (namespace/)name-v<version>, "
-            "e.g. goalenvs/fetchreach/expert-v0"
-        ) from None
-
-
 def record(args: argparse.Namespace) -> None:
     """The ``record`` command: a dataset of a her_ddpg.py policy, greedy then noisy."""
-    _minari()
-    check_dataset_id(args.dataset)
+    _minari(args.dataset)
     from minari.storage import get_dataset_path
 
     if get_dataset_path(args.dataset).exists():
@@ -168,13 +164,13 @@ def check_goal_dataset(dataset: Any) -> tuple[spaces.Dict, spaces.Box]:
 
 
 def fill_storage(
-    dataset: Any, reward_fn: Callable[..., Any], *, n_sampled_goal: int = 4, keep_infos: bool = True, seed: int | None = None
-) -> HerStorage:  # fmt: skip
+    dataset: Any, reward_fn: Callable[..., Any], *, n_sampled_goal: int = 4, seed: int | None = None
+) -> HerStorage:
     """Every episode of a goal-conditioned Minari ``dataset`` in a ``HerStorage`` with 'future' relabelling.
 
     Minari keeps ``T + 1`` observations and infos per episode (the reset's first): step ``t`` is
     ``obs[t] -> obs[t + 1]`` with ``infos[t + 1]``. An episode ending neither way is cut (truncated).
-    ``keep_infos`` passes the step infos to ``reward_fn`` (Parking's crash penalty reads them), else None.
+    The step infos go to ``reward_fn`` (Parking's crash penalty reads them).
     """
     obs_space, act_space = check_goal_dataset(dataset)
     storage = HerStorage(
@@ -184,21 +180,20 @@ def fill_storage(
         reward_fn,
         n_sampled_goal=n_sampled_goal,
         goal_selection_strategy="future",
-        copy_info_dict=keep_infos,
+        copy_info_dict=True,
         seed=seed,
     )
     for episode in dataset.iterate_episodes():
         obs = {key: np.asarray(episode.observations[key]) for key in GOAL_KEYS}
         infos = episode.infos or {}
         for t in range(len(episode)):
-            info = _info_at(infos, t + 1) if keep_infos else None
             storage.add(
                 {key: value[t : t + 1] for key, value in obs.items()},
                 episode.actions[t : t + 1],
                 episode.rewards[t : t + 1],
                 episode.terminations[t : t + 1],
                 episode.truncations[t : t + 1],
-                [info],
+                [_info_at(infos, t + 1)],
                 {key: value[t + 1 : t + 2] for key, value in obs.items()},
             )
         storage.end_episodes()  # cuts an episode that ended neither way; does nothing otherwise
@@ -234,7 +229,6 @@ class Settings:
     policy_freq: int = setting(2, _COUNT)
     clip_obs: float = setting(200.0, _POSITIVE)
     norm_clip: float = setting(5.0, _POSITIVE)
-    keep_infos: bool = setting(True, bool)  # the step infos, for compute_reward
     eval_episodes: int = setting(100, _COUNT)
     eval_freq: int = setting(5_000, _COUNT)
     threads: int = setting(1, _COUNT)
@@ -355,8 +349,7 @@ def evaluate(agent: TD3BC, env: gym.Env, episodes: int) -> float:
 
 def load_dataset(dataset_id: str) -> Any:
     """A local Minari dataset (never downloaded); a missing one is a one-line error."""
-    minari = _minari()
-    check_dataset_id(dataset_id)
+    minari = _minari(dataset_id)
     from minari.storage import get_dataset_path
 
     if not (get_dataset_path(dataset_id) / "data").is_dir():
@@ -407,9 +400,7 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
     t0 = time.perf_counter()
     reward_fn = env.unwrapped.compute_reward
     try:  # the episodes are read from the file here
-        storage = fill_storage(
-            dataset, reward_fn, n_sampled_goal=s.n_sampled_goal, keep_infos=s.keep_infos, seed=s.seed
-        )
+        storage = fill_storage(dataset, reward_fn, n_sampled_goal=s.n_sampled_goal, seed=s.seed)
     except DAMAGED as exc:
         raise unreadable(s.dataset, exc) from None
     rewards = np.asarray(storage.rows("rewards"))
