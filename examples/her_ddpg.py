@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.distributed as dist
-from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, record_gif  # examples/nets.py
+from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, net_input, record_gif  # examples/nets.py
 from runfolder import Range, RunError, setting  # examples/runfolder.py
 from workers import Run, Timers  # examples/workers.py
 
@@ -122,9 +122,7 @@ class Agent:
 
     def inputs(self, obs: np.ndarray, goal: np.ndarray) -> torch.Tensor:
         """The normalised network input of raw observations and goals, ``(B, obs_dim + goal_dim)``."""
-        o = self.o_norm(np.clip(obs, -self.cfg.clip_obs, self.cfg.clip_obs))
-        g = self.g_norm(np.clip(goal, -self.cfg.clip_obs, self.cfg.clip_obs))
-        return self.tensor(np.concatenate([o, g], axis=1, dtype=np.float32))
+        return self.tensor(net_input(self.o_norm, self.g_norm, self.cfg.clip_obs, obs, goal))
 
     def tensor(self, array: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32)).to(self.cfg.device)

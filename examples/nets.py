@@ -72,6 +72,16 @@ class Normalizer:
         return np.clip(z, -self.clip, self.clip)
 
 
+def net_input(
+    o_norm: Normalizer, g_norm: Normalizer, clip: float, obs: np.ndarray, goal: np.ndarray
+) -> np.ndarray:
+    """The networks' input, ``(B, obs_dim + goal_dim)`` float32: raw observations and goals clipped to
+    ``+-clip``, then normalised."""
+    o = o_norm(np.clip(obs, -clip, clip))
+    g = g_norm(np.clip(goal, -clip, clip))
+    return np.concatenate([o, g], axis=-1, dtype=np.float32)
+
+
 def native_bf16() -> bool:
     """Whether this CPU multiplies bfloat16 in hardware (AVX-512 BF16, AMX): else it is emulated, far slower."""
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's own probes
@@ -130,9 +140,7 @@ def load_policy(run_dir: Path, option: str = "--policy") -> tuple[Policy, dict[s
     unit = bool(np.all(low == -1.0) and np.all(high == 1.0))
 
     def policy(obs: dict[str, np.ndarray]) -> np.ndarray:
-        o = o_norm(np.clip(obs["observation"], -clip, clip))
-        g = g_norm(np.clip(obs["desired_goal"], -clip, clip))
-        x = torch.from_numpy(np.concatenate([o, g], axis=-1, dtype=np.float32))
+        x = torch.from_numpy(net_input(o_norm, g_norm, clip, obs["observation"], obs["desired_goal"]))
         with torch.no_grad():
             u = torch.tanh(actor(x)).numpy()
         return u if unit else low + (u + 1.0) * 0.5 * (high - low)  # [-1, 1] -> the env's bounds

@@ -33,7 +33,7 @@ import nets
 import numpy as np
 import torch
 from gymnasium import spaces
-from nets import MLP, Normalizer, Policy, run_episodes
+from nets import MLP, Normalizer, Policy, net_input, run_episodes
 from runfolder import (
     ArgumentParser,
     Range,
@@ -257,9 +257,7 @@ class TD3BC:
 
     def inputs(self, obs: np.ndarray, goal: np.ndarray) -> torch.Tensor:
         """``(B, obs_dim + goal_dim)`` normalised input from raw ``(B, obs_dim)`` observations and ``(B, goal_dim)`` goals."""
-        o = self.o_norm(np.clip(obs, -self.s.clip_obs, self.s.clip_obs))
-        g = self.g_norm(np.clip(goal, -self.s.clip_obs, self.s.clip_obs))
-        return torch.from_numpy(np.concatenate([o, g], axis=1, dtype=np.float32))
+        return torch.from_numpy(net_input(self.o_norm, self.g_norm, self.s.clip_obs, obs, goal))
 
     def to_unit(self, actions: np.ndarray) -> np.ndarray:
         """``(B, act_dim)`` env actions mapped to ``[-1, 1]``."""

@@ -415,12 +415,11 @@ def _learn(
     if state is not None:
         eval_cb.restore(state["eval"])
     write_run(folder, run)
-    extra = lambda: {"eval": eval_cb.state()}  # noqa: E731  (what each checkpoint keeps besides the model)
 
-    def save() -> None:
+    def save() -> None:  # the model, and what else a checkpoint keeps: the curve and its clocks
         checkpoint = folder.save_checkpoint(
             model.num_timesteps,
-            checkpoint_files(model, extra()),
+            checkpoint_files(model, {"eval": eval_cb.state()}),
             {"timesteps": model.num_timesteps, "settings": settings(run)},
         )
         run["checkpoint"], run["checkpoint_timesteps"] = f"checkpoints/{checkpoint.path.name}", checkpoint.tag
