@@ -266,9 +266,13 @@ class EvalSuccess(BaseCallback):
         self.rows.append({"timesteps": self.model.num_timesteps, "success_rate": success, "mean_return": returns,
                           "wall_time_s": round(self.wall(), 2), "cpu_time_s": round(self.cpu(), 2)})  # fmt: skip
         self.write("eval.csv", csv_text(self.rows))
-        # Through stable-baselines3's logger (TensorBoard with train.py --tensorboard), at the step measured.
-        values = {"eval/success_rate": success, "eval/mean_reward": returns}
-        dump_alone(self.logger, values, self.model.num_timesteps)
+        # Through the outputs of stable-baselines3's logger (TensorBoard with --tensorboard), at the step measured,
+        # by a logger of their own: what the algorithm recorded since its last dump stays pending for its own
+        # next dump (a dump of the model's logger here would give its series a second point at one step).
+        alone = Logger(self.logger.dir, self.logger.output_formats)
+        alone.record("eval/success_rate", success)
+        alone.record("eval/mean_reward", returns)
+        alone.dump(self.model.num_timesteps)
 
     def _on_rollout_start(self) -> None:
         if self.model.num_timesteps >= self.next:
@@ -278,21 +282,6 @@ class EvalSuccess(BaseCallback):
 
     def _on_step(self) -> bool:
         return True
-
-
-def dump_alone(logger: Logger, values: dict[str, float], step: int) -> None:
-    """Write ``values`` at ``step`` through stable-baselines3's ``logger``, and only them: what the
-    algorithm has recorded since its last dump (``train/...``) stays pending for its own next dump, so
-    its series get no second point at one step (as a plain ``dump`` here would give them)."""
-    tables: tuple[dict[str, Any], ...] = (logger.name_to_value, logger.name_to_count, logger.name_to_excluded)
-    pending = [dict(d) for d in tables]
-    for d in tables:
-        d.clear()
-    for key, value in values.items():
-        logger.record(key, value)
-    logger.dump(step)
-    for d, held in zip(tables, pending, strict=True):
-        d.update(held)
 
 
 def record(
