@@ -42,6 +42,7 @@ from runfolder import (
     add_settings,
     check_settings,
     csv_text,
+    integer,
     run_main,
     setting,
 )
@@ -445,12 +446,13 @@ def build_parser() -> ArgumentParser:
     add = rec.add_argument
     add("--policy", type=Path, required=True, metavar="RUN_DIR", help="a run folder of her_ddpg.py")
     add("--dataset", required=True, help="id of the new dataset, e.g. goalenvs/fetchreach/ddpg-mixed-v0")
-    add("--expert-episodes", type=int, default=200, help="greedy episodes (default 200)")
-    add("--noisy-episodes", type=int, default=200, help="noisy episodes (default 200)")
+    add("--expert-episodes", type=integer(0), default=200, help="greedy episodes (default 200)")
+    add("--noisy-episodes", type=integer(0), default=200, help="noisy episodes (default 200)")
     add("--noise-eps", type=float, help="Gaussian action noise (default: the run's noise_eps)")
     add("--random-eps", type=float, help="share of random actions (default: the run's random_eps)")
-    add("--seed", type=int, default=0, help=f"episode i is seeded seed x {RECORD_SEED} + i (default 0)")
-    add("--threads", type=int, default=1, help="torch threads (default 1)")
+    seed = integer(0, 3999)  # x RECORD_SEED: below the evaluation's seeds
+    add("--seed", type=seed, default=0, help=f"episode i is seeded seed x {RECORD_SEED} + i (default 0)")
+    add("--threads", type=integer(1), default=1, help="torch threads (default 1)")
     tr = commands.add_parser("train", help="train TD3+BC on a goal-conditioned Minari dataset, relabelled")
     tr.add_argument("--output", type=Path, required=True, help="the run folder to write")
     tr.add_argument("--force", action="store_true", help="replace the run in a non-empty --output")
@@ -458,14 +460,7 @@ def build_parser() -> ArgumentParser:
     return parser
 
 
-RECORD_RANGES = {
-    "expert_episodes": Range(int, 0),
-    "noisy_episodes": Range(int, 0),
-    "threads": Range(int, 1),
-    "seed": Range(int, 0, 3999),  # x RECORD_SEED stays below the evaluation seeds
-    "noise_eps": Range(float, 0.0),
-    "random_eps": Range(float, 0.0, 1.0),
-}
+RECORD_RANGES = {"noise_eps": Range(float, 0.0), "random_eps": Range(float, 0.0, 1.0)}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

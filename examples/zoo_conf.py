@@ -10,6 +10,7 @@ not evaluated here, but refused in one line (only ``replay_buffer_class`` names 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib
 import inspect
@@ -42,10 +43,8 @@ def load_hyperparams(conf: str, option: str) -> tuple[str, dict[str, Any]]:
     name, namespace = conf, dict[str, Any]()
     if conf.endswith((".yml", ".yaml", ".py")):
         path = Path(conf)
-        try:
+        with contextlib.suppress(ValueError):  # else its path as given
             name = str(path.resolve().relative_to(Path.cwd()))
-        except ValueError:
-            pass
         if not path.is_file():
             raise RunError(f"{option}: {conf} is not a file; accepted: {CONF_ACCEPTED}")
         if path.suffix != ".py":
