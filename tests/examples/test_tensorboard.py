@@ -11,6 +11,7 @@ import csv
 import json
 import math
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,9 @@ def test_her_ddpg_run_without_tensorboard_gets_it_on_resume(tmp_path: Path) -> N
     her_ddpg.main(["--resume", str(out), "--epochs", "2", "--no-gif", "--tensorboard", str(tb)])
     assert steps(scalars(tb / "run_1"), "eval/success_rate") == [2 * EPOCH_STEPS]  # from the resumed epoch on
     assert json.loads((out / "config.json").read_text())["tensorboard"] == str(tb / "run_1")
+    # TensorBoard reads a folder's event files in the order of their names: the second, then a counter of
+    # this process that sorts 10 before 9. Resumed in the same second, the later session could come first.
+    time.sleep(1.0 - time.time() % 1.0)
     her_ddpg.main(["--resume", str(out), "--epochs", "3", "--no-gif"])  # kept: no option needed
     assert steps(scalars(tb / "run_1"), "eval/success_rate") == [2 * EPOCH_STEPS, 3 * EPOCH_STEPS]
 
