@@ -15,9 +15,11 @@ import gymnasium as gym
 import numpy as np
 import torch
 import torch.distributed as dist
-from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, net_input, record_gif  # examples/nets.py
-from runfolder import Range, RunError, setting  # examples/runfolder.py
-from workers import Run, Timers  # examples/workers.py
+
+# The examples' shared modules (examples/nets.py, runfolder.py, workers.py):
+from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, net_input, record_gif, stack
+from runfolder import Range, RunError, setting
+from workers import Run, Timers
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from goalenvs.envs.fetch import FetchVectorEnv
@@ -338,6 +340,8 @@ class Trainer:
     def load(self, state: dict[str, Any], own: dict[str, Any]) -> None:
         """Take up a checkpoint's shared state and this worker's own part."""
         self.agent.load_state_dict(state["agent"])
+        if not own:  # --evaluate: the networks only
+            return
         self.epoch, self.updates, self.reset_seeds = state["epoch"], state["updates"], state["reset_seeds"]
         self.envs.reset(seed=list(range(self.n_local)))  # then its next reset draws from the streams set here
         self.envs._rngs = list(own["envs"]["envs"])
@@ -348,6 +352,13 @@ class Trainer:
 
     def fits(self, state: dict[str, Any], own: dict[str, Any], rank: int) -> tuple[str, object] | None:
         """Whether worker ``rank``'s part of a checkpoint fits this run: None, or the file and why not."""
+        if rank == 0:  # the networks: loaded into a copy, as the run has not started
+            try:
+                copy.deepcopy(self.agent).load_state_dict(state["agent"])
+            except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+                return "agent.pt", exc
+        if not own:  # --evaluate: the networks only
+            return None
         lo, hi = share(self.cfg.n_envs, rank, self.size)
         storage, rngs = own.get("storage"), own.get("envs")
         try:
@@ -357,16 +368,7 @@ class Trainer:
         gens = rngs.get("envs") if isinstance(rngs, dict) else None
         if not isinstance(gens, list) or len(gens) != hi - lo or not all(isinstance(g, np.random.Generator) for g in gens):  # fmt: skip
             return "envs.pkl", f"holds no random states of {hi - lo} envs"
-        if rank == 0:  # the networks: loaded into a copy, as the run has not started
-            try:
-                copy.deepcopy(self.agent).load_state_dict(state["agent"])
-            except (KeyError, TypeError, ValueError, RuntimeError) as exc:
-                return "agent.pt", exc
         return None
-
-
-def stack(dicts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    return {key: np.stack([d[key] for d in dicts]) for key in dicts[0]}
 
 
 # ------------------------------------------------------------------------------------------ the loop

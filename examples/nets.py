@@ -144,6 +144,11 @@ def load_policy(run_dir: Path, option: str = "--policy") -> tuple[Policy, dict[s
     return policy, cfg
 
 
+def stack(dicts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """One env's observations (dicts of arrays), stacked key by key: a batch of them."""
+    return {key: np.stack([d[key] for d in dicts]) for key in dicts[0]}
+
+
 def run_episodes(
     env: gym.Env, policy: Policy, seeds: Iterable[int | None], frames: list[Any] | None = None
 ) -> list[bool]:

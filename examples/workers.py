@@ -226,7 +226,7 @@ class Run:
         workers, done = cp.meta.get("world_size", 1), cp.meta.get("epoch")
         if type(done) is not int or type(workers) is not int:
             raise cp.unfit(rf.CHECKPOINT_MANIFEST, "its meta holds no epoch and world size")
-        if workers != self.size:
+        if workers != self.size and args.evaluate is None:  # --evaluate reads the networks only
             launch = "python"
             if workers > 1:
                 launch = f"torchrun with {workers} workers in all, e.g. torchrun --nproc-per-node {workers}"
@@ -250,7 +250,8 @@ class Run:
             parts = []
             for rank in range(self.size):
                 load, suffix = lambda p: pickle.loads(p.read_bytes()), f"{'-' * bool(rank)}{rank or ''}.pkl"
-                own = {k: cp.load(f"{k}{suffix}", load) for k in cp.meta.get("own", ())}
+                names = cp.meta.get("own", ()) if self.args.evaluate is None else ()
+                own = {k: cp.load(f"{k}{suffix}", load) for k in names}
                 unfit = fits(state, own, rank)
                 if unfit is not None:
                     raise cp.unfit(unfit[0].replace(".pkl", suffix), unfit[1])

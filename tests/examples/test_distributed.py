@@ -195,6 +195,13 @@ def test_a_resumed_two_worker_run_is_the_uninterrupted_one_bit_for_bit(two_worke
         assert a[tag] == b[tag], tag
 
 
+def test_a_two_worker_run_is_evaluated_by_one_process_which_writes_nothing(two_worker_run, capsys) -> None:
+    before = {p.name: p.stat().st_mtime_ns for p in two_worker_run.iterdir()}
+    success = her_ddpg.main(["--resume", str(two_worker_run), "--evaluate", "3"])
+    assert 0.0 <= success <= 1.0 and f"{two_worker_run}: success rate" in capsys.readouterr().out
+    assert {p.name: p.stat().st_mtime_ns for p in two_worker_run.iterdir()} == before
+
+
 def test_one_node_of_two_workers_equals_two_nodes_of_one(two_worker_run, tmp_path) -> None:
     out = tmp_path / "nodes"
     port = _free_port()
