@@ -640,16 +640,27 @@ class HerStorage:
         step = (index // n - self._table.take(slot * 3)) % T  # the step in its episode (which may wrap)
         remaining = self._table.take(slot * 3 + 1) - step  # steps left in the episode, this one included
         last = np.flatnonzero(remaining == 1)  # an episode's last step: its next observation is the final one
-        # take, not indexing: as plain, and a third of the time for random rows of a large ring (most of
-        # a sample, which a training run calls once per gradient update).
-        next_obs = {key: data[f"obs/{key}"].take((index + n) % (T * n), axis=0) for key in self.obs_specs}
+        n_relabel = int(self.her_ratio * batch_size)
+        kept = batch_size - n_relabel  # relabelling writes the other rows' goals and rewards: never read
+
+        # Random rows of a large ring are most of a sample's time (a training run samples once per update):
+        # take (a third of the time of indexing), and only the rows used.
+        def take(name: str, at: np.ndarray, rows: int = batch_size) -> np.ndarray:
+            if rows == batch_size:
+                return data[name].take(at, axis=0)
+            out = np.empty((batch_size, *data[name].shape[1:]), data[name].dtype)
+            out[:rows] = data[name].take(at[:rows], axis=0)
+            return out
+
+        goal_rows = {key: kept if key == "desired_goal" else batch_size for key in self.obs_specs}
+        next_obs = {key: take(f"obs/{key}", (index + n) % (T * n), goal_rows[key]) for key in self.obs_specs}
         for key, final in self._finals.items():
             next_obs[key][last] = final[slot[last]]
-        terminated, n_relabel = data["terminated"].take(index), int(self.her_ratio * batch_size)
+        terminated = data["terminated"].take(index)
         batch = {
-            "observations": {key: data[f"obs/{key}"].take(index, axis=0) for key in self.obs_specs},
+            "observations": {key: take(f"obs/{key}", index, goal_rows[key]) for key in self.obs_specs},
             "actions": data["action"].take(index, axis=0),
-            "rewards": data["reward"].take(index),
+            "rewards": take("reward", index, kept),
             "next_observations": next_obs,
             "terminateds": terminated.astype(np.float32),
             "truncateds": (data["truncated"].take(index) & ~terminated).astype(np.float32),
