@@ -7,7 +7,7 @@
     python examples/train.py --resume runs/FetchPush-v0_tqc_s0                # goes on from the last one
 
 Hyperparameters come from ``goalenvs.zoo.<algo>`` (the RL Zoo's ``--conf-file``, so the same settings
-run under ``python -m rl_zoo3.train``; checked by ``zoo_conf.py``); options override them. ``--output``
+run under ``python -m rl_zoo3.train``; checked by ``sb3_run.py``); options override them. ``--output``
 (default ``runs/<env>_<algo>_s<seed>``) gets ``model.zip``, ``run.json``, ``eval.csv`` and its plot
 ``success.png`` (the deterministic policy's success), ``vecnormalize.pkl`` and ``policy.gif`` where
 they apply, and the checkpoints of ``--save-freq`` / ``--stop-at``, which ``--resume`` goes on from bit
@@ -50,14 +50,18 @@ from runfolder import (
 from sb3_run import (
     OUTPUTS,
     SCRIPT,
-    Checkpoints,
     EvalSuccess,
     StopTraining,
     algorithms,
+    check_hyperparams,
     checkpoint_files,
+    describe_error,
+    evaluate_entry,
     load_checkpoint,
+    load_hyperparams,
     log_to_tensorboard,
     model_bytes,
+    not_accepted,
     read_run,
     record,
 )
@@ -65,7 +69,6 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList, Progr
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecNormalize
-from zoo_conf import check_hyperparams, describe_error, evaluate_entry, load_hyperparams, not_accepted
 
 import goalenvs
 from her import HerReplayBuffer
@@ -411,10 +414,6 @@ def _learn(
         status="running",
     )
     run["commands"] = [*run.get("commands", []), command_line(argv)]
-    eval_cb = EvalSuccess(run, folder.write)
-    if state is not None:
-        eval_cb.restore(state["eval"])
-    write_run(folder, run)
 
     def save() -> None:  # the model, and what else a checkpoint keeps: the curve and its clocks
         checkpoint = folder.save_checkpoint(
@@ -425,7 +424,11 @@ def _learn(
         run["checkpoint"], run["checkpoint_timesteps"] = f"checkpoints/{checkpoint.path.name}", checkpoint.tag
         write_run(folder, run)  # names it, for information: --resume loads the latest whole checkpoint
 
-    callbacks: list[BaseCallback] = [eval_cb, Checkpoints(save, run["save_freq"], args.stop_at)]
+    eval_cb = EvalSuccess(run, folder.write, save, args.stop_at)
+    if state is not None:
+        eval_cb.restore(state["eval"])
+    write_run(folder, run)
+    callbacks: list[BaseCallback] = [eval_cb]
     if not args.no_progress:
         callbacks.append(ProgressBarCallback())
     title = f"{run['env']} {run['algo'].upper()}+HER (seed {run['seed']})"

@@ -57,20 +57,20 @@ def test_standalone_comparisons_use_the_settings_of_the_hyperparameter_files() -
     """The DQN and TQC settings that benchmarks/compare_her_bitflip.py and profile_sb3_fetch.py copy
     are the entries of goalenvs.zoo.dqn and goalenvs.zoo.tqc_cpu that they name."""
     pytest.importorskip("sb3_contrib")
-    import zoo_conf  # examples/zoo_conf.py, on the path above
+    import sb3_run  # examples/sb3_run.py, on the path above
 
     from benchmarks.compare_her_bitflip import DQN_SETTINGS
     from benchmarks.profile_sb3_fetch import ENV_ID, N_ENVS, TQC_SETTINGS
     from goalenvs.zoo import dqn as dqn_module
     from goalenvs.zoo import tqc_cpu
 
-    dqn = zoo_conf.evaluate_entry(dqn_module.hyperparams["goalenvs/BitFlip-v0"])
+    dqn = sb3_run.evaluate_entry(dqn_module.hyperparams["goalenvs/BitFlip-v0"])
     schedule = dqn.pop("learning_rate")
     ours = dict(DQN_SETTINGS)
     ours_schedule = ours.pop("learning_rate")
     assert vars(ours_schedule) == vars(schedule)
     assert ours == {key: dqn[key] for key in ours}
-    tqc = zoo_conf.evaluate_entry(tqc_cpu.hyperparams[ENV_ID])
+    tqc = sb3_run.evaluate_entry(tqc_cpu.hyperparams[ENV_ID])
     assert TQC_SETTINGS == {key: tqc[key] for key in TQC_SETTINGS}
     assert (tqc["n_envs"], tqc["normalize"]) == (N_ENVS, {"norm_obs": True, "norm_reward": False})
 

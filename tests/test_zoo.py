@@ -71,8 +71,7 @@ def test_examples_train_accepts_every_entry(algo: str) -> None:
     """Each entry passes examples/train.py's key-by-key check for its algorithm."""
     pytest.importorskip("sb3_contrib")
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-    from sb3_run import algorithms
-    from zoo_conf import check_hyperparams, evaluate_entry
+    from sb3_run import algorithms, check_hyperparams, evaluate_entry
 
     for env_id, entry in entries(algo).items():
         params = evaluate_entry(check_hyperparams(entry, algo, algorithms()[algo.split("_")[0]], env_id))
