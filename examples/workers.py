@@ -193,7 +193,7 @@ class Run:
     def resumed(self, args: Any, values: dict[str, Any], check: Callable[[Any, int], None]) -> Any:
         """A resumed run's settings: its config.json's, those in ``free`` changed by options; and its checkpoint."""
         out = self.path = args.resume
-        RunFolder.read_only(out, self.script, self.outputs)  # a run folder of this script
+        folder = RunFolder.read_only(out, self.script, self.outputs)  # a run folder of this script
         if args.output is not None and args.output.resolve() != out.resolve():
             raise RunError(f"--output: --resume continues the run in its own folder {out}, not {args.output}; accepted: no --output with --resume")  # fmt: skip
         if args.force or args.conf_file is not None:
@@ -216,9 +216,8 @@ class Run:
             )
         cfg = self.config(**{**saved, **values})
         check(cfg, self.size)
-        if args.evaluate is None:
-            self.folder = RunFolder.open(out, outputs=self.outputs, script=self.script)
-        folder = self.folder or RunFolder.read_only(out, self.script, self.outputs)
+        if args.evaluate is None:  # else read only (the checkpoint's networks)
+            self.folder = folder = RunFolder.open(out, outputs=self.outputs, script=self.script)
         kept = {k: v for k, v in asdict(cfg).items() if k not in self.free}
         cp = self.checkpoint = folder.resume_from(
             "--resume", "checkpoints need --save-freq >= 1", path, kept, "config"
