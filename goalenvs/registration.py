@@ -13,7 +13,16 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import load_env_creator
 
-__all__ = ["ENVS", "EnvEntry", "make_bitflip", "make_env", "make_fetch", "make_parking", "register_envs"]
+__all__ = [
+    "ENVS",
+    "EnvEntry",
+    "make_bitflip",
+    "make_env",
+    "make_fetch",
+    "make_hand_reach",
+    "make_parking",
+    "register_envs",
+]
 
 NAMESPACE = "goalenvs"
 
@@ -77,6 +86,19 @@ ENVS: tuple[EnvEntry, ...] = (
         )
         for reward_type, suffix in (("sparse", ""), ("dense", "Dense"))
     ),
+    *(
+        EnvEntry(
+            name=f"HandReach{suffix}-v0",
+            entry_point="goalenvs.envs.hand:HandReachEnv",
+            maker="goalenvs.registration:make_hand_reach",
+            vector_entry_point="goalenvs.envs.hand:HandReachVectorEnv",
+            description=f"Shadow Hand: bring the five fingertips to a goal ({reward_type} reward; "
+            "Gymnasium-Robotics' HandReach-v3 on MuJoCo 3/4).",
+            kwargs={"reward_type": reward_type},
+            # No max_episode_steps: the env truncates itself after `max_steps` (default 50) steps.
+        )
+        for reward_type, suffix in (("sparse", ""), ("dense", "Dense"))
+    ),
 )
 
 
@@ -119,6 +141,11 @@ def make_parking(*, check_goal_contract: bool = True, **kwargs: Any) -> gym.Env:
 def make_fetch(*, check_goal_contract: bool = True, **kwargs: Any) -> gym.Env:
     """``gym.make("goalenvs/Fetch*-v0")``: a ``FetchEnv(**kwargs)`` (see :func:`make_env`)."""
     return make_env("goalenvs.envs.fetch:FetchEnv", check_goal_contract=check_goal_contract, **kwargs)
+
+
+def make_hand_reach(*, check_goal_contract: bool = True, **kwargs: Any) -> gym.Env:
+    """``gym.make("goalenvs/HandReach*-v0")``: a ``HandReachEnv(**kwargs)`` (see :func:`make_env`)."""
+    return make_env("goalenvs.envs.hand:HandReachEnv", check_goal_contract=check_goal_contract, **kwargs)
 
 
 _BY_ID = {entry.id: entry for entry in ENVS}

@@ -1,0 +1,103 @@
+"""HandReach's defaults and the validated settings of a HandReach env.
+
+:class:`HandReachSettings` checks every argument once and fills in Gymnasium-Robotics' ``HandReach-v3``
+defaults. Nothing here touches MuJoCo.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import KW_ONLY, dataclass
+from typing import Any
+
+from goalenvs._util import check_bool, check_int, check_real
+
+__all__ = [
+    "DEFAULT_SIZE",
+    "FINGERTIP_SITES",
+    "MEETING_OFFSET",
+    "MEETING_SCALE",
+    "MEETING_SPACING",
+    "REACH_INITIAL_QPOS",
+    "RETURN_PROBABILITY",
+    "REWARD_TYPES",
+    "HandReachSettings",
+]
+
+DEFAULT_SIZE = 480  # rendered frame width and height
+REWARD_TYPES = ("sparse", "dense")
+
+#: The fingertip sites whose positions are the achieved goal: first finger, middle, ring, little, thumb.
+FINGERTIP_SITES = ("robot0:S_fftip", "robot0:S_mftip", "robot0:S_rftip", "robot0:S_lftip", "robot0:S_thtip")
+#: Where the thumb and one finger meet, relative to the palm (m), before the random jitter.
+MEETING_OFFSET = (0.0, -0.09, 0.05)
+MEETING_SCALE = 0.005  # standard deviation (m) of the meeting point's jitter
+MEETING_SPACING = 0.005  # each of the two tips stops this far short of the meeting point (m)
+RETURN_PROBABILITY = 0.1  # the goal is the start fingertips instead, with this probability
+
+#: The start joint angles (rad) of every HandReach episode, Gymnasium-Robotics' v3 values.
+REACH_INITIAL_QPOS: Mapping[str, float] = {
+    "robot0:WRJ1": -0.16514339750464327,
+    "robot0:WRJ0": -0.31973286565062153,
+    "robot0:FFJ3": 0.14340512546557435,
+    "robot0:FFJ2": 0.32028208333591573,
+    "robot0:FFJ1": 0.7126053607727917,
+    "robot0:FFJ0": 0.6705281001412586,
+    "robot0:MFJ3": 0.000246444303701037,
+    "robot0:MFJ2": 0.3152655251085491,
+    "robot0:MFJ1": 0.7659800313729842,
+    "robot0:MFJ0": 0.7323156897425923,
+    "robot0:RFJ3": 0.00038520700007378114,
+    "robot0:RFJ2": 0.36743546201985233,
+    "robot0:RFJ1": 0.7119514095008576,
+    "robot0:RFJ0": 0.6699446327514138,
+    "robot0:LFJ4": 0.0525442258033891,
+    "robot0:LFJ3": -0.13615534724474673,
+    "robot0:LFJ2": 0.39872030433433003,
+    "robot0:LFJ1": 0.7415570009679252,
+    "robot0:LFJ0": 0.704096378652974,
+    "robot0:THJ4": 0.003673823825070126,
+    "robot0:THJ3": 0.5506291436028695,
+    "robot0:THJ2": -0.014515151997119306,
+    "robot0:THJ1": -0.0015229223564485414,
+    "robot0:THJ0": -0.7894883021600622,
+}
+
+
+@dataclass(frozen=True)
+class HandReachSettings:
+    """Every argument of a HandReach env, validated, with the defaults filled in: written once.
+
+    ``HandReachEnv(...)`` passes its arguments into one of these (and its attributes read it); a bad
+    value fails here with a one-line error naming it. See ``HandReachEnv`` for what each one means.
+    """
+
+    reward_type: str = "sparse"
+    _: KW_ONLY
+    distance_threshold: float = 0.01
+    n_substeps: int = 20
+    relative_control: bool = False
+    initial_qpos: Mapping[str, Any] = None  # type: ignore[assignment]  # None -> REACH_INITIAL_QPOS
+    max_steps: int | None = 50
+    width: int = DEFAULT_SIZE
+    height: int = DEFAULT_SIZE
+
+    def __post_init__(self) -> None:
+        if self.reward_type not in REWARD_TYPES:
+            raise ValueError(f"reward_type must be one of {list(REWARD_TYPES)}, got {self.reward_type!r}")
+        qpos = REACH_INITIAL_QPOS if self.initial_qpos is None else self.initial_qpos
+        if not isinstance(qpos, Mapping):
+            raise TypeError(
+                f"initial_qpos must be a dict of joint name -> value(s), got {type(qpos).__name__}"
+            )
+        checked = {
+            "distance_threshold": check_real("distance_threshold", self.distance_threshold, 0.0, strict=True),
+            "n_substeps": check_int("n_substeps", self.n_substeps, 1),
+            "relative_control": check_bool("relative_control", self.relative_control),
+            "initial_qpos": qpos,
+            "max_steps": None if self.max_steps is None else check_int("max_steps", self.max_steps, 1),
+            "width": check_int("width", self.width, 1),
+            "height": check_int("height", self.height, 1),
+        }
+        for name, value in checked.items():  # a frozen dataclass: set through object.__setattr__
+            object.__setattr__(self, name, value)

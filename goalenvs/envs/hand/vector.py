@@ -1,0 +1,87 @@
+"""HandReachVectorEnv: N HandReach envs on one MuJoCo model, stepped as one batch.
+
+The batch of N of :class:`~goalenvs.envs.hand.env.HandReachTask`, the task :class:`HandReachEnv` is
+the batch of one of; this module adds the vector env's arguments (``num_envs``, the autoreset mode)
+and its docstring. The envs are stepped one after the other in the caller's thread (Fetch's pool
+of physics threads is not ported yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from goalenvs.envs.hand.env import ENV_DOC, HandReachAttributes, HandReachTask, HandState
+from goalenvs.envs.hand.settings import DEFAULT_SIZE, HandReachSettings
+from goalenvs.vector import NativeVectorEnv
+
+__all__ = ["HandReachVectorEnv"]
+
+_VECTOR_DOC = """
+    ## Vector specifics
+    * ``num_envs`` (int >= 1). ``reset(seed=s)`` seeds env ``i`` with ``s + i`` (a list seeds each
+      env), so env ``i`` replays exactly what ``HandReachEnv`` reset with seed ``s + i`` does.
+      Every other argument is ``HandReachEnv``'s, for all envs.
+    * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's), ``SAME_STEP`` or
+      ``DISABLED`` (reset ended envs with ``options={"reset_mask": mask}``), as Fetch's vector env.
+    * ``batched_final_obs`` (opt-in, ``SAME_STEP`` only): ``info["final_obs"]`` is one dict of
+      ``(num_envs, ...)`` arrays instead, rows valid where ``info["_final_obs"]``.
+    * ``info`` holds ``is_success`` (float32) and ``elapsed_steps`` (int64) arrays of shape
+      ``(num_envs,)``; ``compute_reward`` / ``compute_terminated`` / ``compute_truncated`` are the
+      single env's, on the batches this env returns.
+    * ``render()`` (``render_mode="rgb_array"``) returns a tuple of ``num_envs`` frames; ``data[i]``
+      is env ``i``'s ``MjData`` (one ``model`` for all) and ``goal[i]`` its goal.
+"""
+
+
+class HandReachVectorEnv(HandReachAttributes, NativeVectorEnv):
+    __doc__ = (
+        "N HandReach envs stepped as one batch (``gym.make_vec('goalenvs/HandReach-v0', num_envs=N)``).\n"
+        + ENV_DOC
+        + _VECTOR_DOC
+    )
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 25, "autoreset_mode": AutoresetMode.NEXT_STEP}
+    _state: HandState
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        reward_type: str = "sparse",
+        *,
+        distance_threshold: float = 0.01,
+        n_substeps: int = 20,
+        relative_control: bool = False,
+        initial_qpos: Mapping[str, float] | None = None,
+        max_steps: int | None = 50,
+        width: int = DEFAULT_SIZE,
+        height: int = DEFAULT_SIZE,
+        render_mode: str | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        batched_final_obs: bool = False,
+    ) -> None:
+        settings = HandReachSettings(
+            reward_type,
+            distance_threshold=distance_threshold,
+            n_substeps=n_substeps,
+            relative_control=relative_control,
+            initial_qpos=initial_qpos,  # type: ignore[arg-type]  # None: REACH_INITIAL_QPOS
+            max_steps=max_steps,
+            width=width,
+            height=height,
+        )
+        self._init_vector(HandReachTask(settings), num_envs, render_mode, autoreset_mode, batched_final_obs)
+        self.metadata["render_fps"] = int(np.round(1.0 / self.dt))
+
+    @property
+    def data(self) -> tuple[Any, ...]:
+        """Env ``i``'s ``MjData`` is ``data[i]`` (one ``model`` for all)."""
+        return self._state.data
+
+    @property
+    def goal(self) -> np.ndarray:
+        """The goals ``(num_envs, 15)``: writing row ``i`` steers env ``i`` from its next step."""
+        return self._state.goal
