@@ -1,0 +1,169 @@
+"""Tests of HandReach: registration, fidelity with Gymnasium-Robotics' ``HandReach-v3``, the checker.
+
+Fidelity is tested against Gymnasium-Robotics itself on the installed MuJoCo, made to run on MuJoCo
+>= 3.12 by the test-only shim of ``tests/data/gr_mujoco_shim.py`` (its ``mujoco_utils`` compares
+numpy joint types with MuJoCo enums, which fails since 3.12; the shim hands it plain ints): same
+seeds, full 50-step episodes of seeded random actions, everything equal to 1e-9.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+# Import our module before mujoco: it picks a headless OpenGL backend (MUJOCO_GL) if none is set.
+pytest.importorskip("goalenvs.envs.hand", reason="the hand tasks need mujoco (pip install goalenvs[fetch])")
+if __import__("importlib").util.find_spec("gymnasium_robotics") is None:
+    pytest.skip(
+        "the hand tasks use gymnasium-robotics' assets (pip install goalenvs[fetch])", allow_module_level=True
+    )
+
+import goalenvs
+from goalenvs.envs.hand import REACH_INITIAL_QPOS, HandReachEnv
+from tests.data.gr_mujoco_shim import int_enum_mujoco
+
+HAND_IDS = [e.id for e in goalenvs.ENVS if e.name.startswith("Hand")]
+TOL = 1e-9
+N_SEEDS = 12  # enough to draw every meeting finger and the return-to-start goal (seeds 0..11 do)
+
+
+def test_hand_reach_ids_registered() -> None:
+    assert set(HAND_IDS) == {"goalenvs/HandReach-v0", "goalenvs/HandReachDense-v0"}
+    for env_id in HAND_IDS:
+        spec = gym.spec(env_id)
+        assert spec.max_episode_steps is None  # the env truncates itself after max_steps = 50
+        assert spec.kwargs["reward_type"] == ("dense" if "Dense" in env_id else "sparse")
+    env = gym.make(HAND_IDS[0])
+    assert env.unwrapped.max_steps == 50
+    env.reset(seed=0)
+    flags = [env.step(env.action_space.sample())[2:4] for _ in range(50)]
+    assert flags == [(False, False)] * 49 + [(False, True)]
+
+
+@pytest.fixture
+def gymnasium_robotics_hand(monkeypatch: pytest.MonkeyPatch):
+    """Gymnasium-Robotics' HandReach maker, shimmed (test-only) to run on MuJoCo >= 3.12."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gr = pytest.importorskip("gymnasium_robotics")
+        from gymnasium_robotics.utils import mujoco_utils
+
+    monkeypatch.setattr(mujoco_utils, "mujoco", int_enum_mujoco())
+    gym.register_envs(gr)
+
+    def make(**kwargs):
+        return gym.make("HandReach-v3", **kwargs).unwrapped  # their class has no time limit of its own
+
+    return make
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"reward_type": "dense"},
+        {"distance_threshold": 0.05},
+        {
+            "reward_type": "dense",
+            "initial_qpos": {**REACH_INITIAL_QPOS, "robot0:FFJ2": 0.9, "robot0:THJ0": -0.3},
+        },
+    ],
+    ids=lambda kw: ",".join(kw) or "defaults",
+)
+def test_matches_gymnasium_robotics_on_installed_mujoco(kwargs: dict, gymnasium_robotics_hand) -> None:
+    theirs = gymnasium_robotics_hand(**kwargs)
+    ours = HandReachEnv(max_steps=None, **kwargs)
+    np.testing.assert_array_equal(ours.initial_goal, theirs.initial_goal)
+    np.testing.assert_array_equal(ours.palm_xpos, theirs.palm_xpos)
+    rng = np.random.default_rng(7)
+    worst: dict[str, float] = {}
+    returned_to_start = 0
+
+    def compare(name: str, a, b) -> None:
+        diff = float(np.max(np.abs(np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))))
+        worst[name] = max(worst.get(name, 0.0), diff)
+        assert diff <= TOL, f"{name}: {diff}"
+
+    for seed in range(N_SEEDS):
+        a, _ = theirs.reset(seed=seed)
+        b, _ = ours.reset(seed=seed)
+        for key in a:
+            compare(key, a[key], b[key])
+        returned_to_start += bool(np.array_equal(b["desired_goal"], ours.initial_goal))
+        # float32 actions (what a policy gives), partly outside the box; every other seed float64.
+        dtype = np.float32 if seed % 2 == 0 else np.float64
+        for _ in range(50):
+            act = rng.uniform(-1.2, 1.2, 20).astype(dtype)
+            a, ra, ta, tra, ia = theirs.step(act)
+            b, rb, tb, trb, ib = ours.step(act)
+            for key in a:
+                compare(key, a[key], b[key])
+            compare("reward", ra, rb)
+            compare("is_success", ia["is_success"], ib["is_success"])
+            compare("compute_reward", theirs.compute_reward(a["achieved_goal"], a["desired_goal"], ia), rb)
+            assert (ta, tra) == (tb, trb) == (False, False)
+            compare("ctrl", theirs.data.ctrl, ours.data.ctrl)
+            compare("qpos", theirs.data.qpos, ours.data.qpos)
+    assert returned_to_start >= 1  # the 10% branch of the goal was drawn and matched
+    print(f"\nmax abs differences over {N_SEEDS} episodes of 50 steps: {worst}")
+
+
+def test_hand_reach_goal_reward_functions_are_vectorized() -> None:
+    env = HandReachEnv("dense")
+    obs, _ = env.reset(seed=1)
+    rng = np.random.default_rng(0)
+    achieved = obs["achieved_goal"] + rng.normal(scale=0.01, size=(4, 3, 15))
+    desired = np.broadcast_to(obs["desired_goal"], achieved.shape)
+    dense = env.compute_reward(achieved, desired, None)
+    assert dense.shape == (4, 3)
+    np.testing.assert_allclose(dense, -np.linalg.norm(achieved - desired, axis=-1), rtol=0, atol=1e-15)
+    env.reward_type = "sparse"
+    sparse = env.compute_reward(achieved, desired, None)
+    assert sparse.dtype == np.float32
+    np.testing.assert_array_equal(
+        sparse, -(np.linalg.norm(achieved - desired, axis=-1) > 0.01).astype(np.float32)
+    )
+
+
+@pytest.mark.parametrize("env_id", HAND_IDS)
+def test_goalenvs_check_passes(env_id: str) -> None:
+    report = goalenvs.check_goal_env(gym.make(env_id), n_steps=120, seed=0)
+    report.raise_if_failed()
+    assert not [r for r in report.results if r.status != "pass"]
+
+
+def test_vector_env_replays_single_envs() -> None:
+    vec = gym.make_vec("goalenvs/HandReach-v0", num_envs=3, vectorization_mode="vector_entry_point")
+    singles = [HandReachEnv() for _ in range(3)]
+    obs, _ = vec.reset(seed=5)
+    rng = np.random.default_rng(3)
+    for i, env in enumerate(singles):
+        o, _ = env.reset(seed=5 + i)
+        np.testing.assert_array_equal(obs["desired_goal"][i], o["desired_goal"])
+    for _ in range(10):
+        acts = rng.uniform(-1, 1, (3, 20)).astype(np.float32)
+        obs, rew, *_ = vec.step(acts)
+        for i, env in enumerate(singles):
+            o, r, *_ = env.step(acts[i])
+            np.testing.assert_array_equal(obs["observation"][i], o["observation"])
+            assert rew[i] == r
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "exc", "match"),
+    [
+        ({"reward_type": "shaped"}, ValueError, "reward_type must be one of"),
+        ({"distance_threshold": 0.0}, ValueError, "distance_threshold"),
+        ({"n_substeps": 0}, ValueError, "n_substeps"),
+        ({"relative_control": 1}, TypeError, "relative_control"),
+        ({"initial_qpos": {"robot0:nope": 0.0}}, ValueError, "unknown joint 'robot0:nope'"),
+        ({"initial_qpos": [0.0]}, TypeError, "initial_qpos must be a dict"),
+        ({"max_steps": 0}, ValueError, "max_steps"),
+    ],
+)
+def test_bad_arguments(kwargs: dict, exc: type, match: str) -> None:
+    with pytest.raises(exc, match=match):
+        HandReachEnv(**kwargs)
