@@ -27,7 +27,7 @@ def make_params(entries=ENVS):
     params = []
     for entry in entries:
         marks = []
-        if "fetch" in entry.entry_point and not _has("mujoco"):
+        if ("fetch" in entry.entry_point or "hand" in entry.entry_point) and not _has("mujoco"):
             marks.append(pytest.mark.skip(reason="the fetch extra (mujoco) is not installed"))
         params.append(pytest.param(entry.id, id=entry.id, marks=marks))
     return params

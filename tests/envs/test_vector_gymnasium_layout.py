@@ -29,11 +29,12 @@ N_ENVS = 4
 MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP]
 
 # Short episodes, so that a rollout of STEPS steps ends many: BitFlip and Parking end at different
-# steps in different envs (successes, crashes), Fetch's all at once (it only truncates).
+# steps in different envs (successes, crashes), Fetch's and the hand's all at once (they only truncate).
 EPISODE_KWARGS = {
     "BitFlip": {"n_bits": 3},  # 3-step episodes, many successes
     "Parking": {"duration": 3, "success_goal_reward": 0.5},  # 15-step episodes, some successes
     "Fetch": {"max_steps": 5},
+    "Hand": {"max_steps": 5},
 }
 STEPS = 40
 
@@ -116,7 +117,7 @@ def test_native_vector_env_returns_what_sync_vector_env_returns(env_id: str, mod
                 assert info["final_obs"][i] in native.single_observation_space
             assert all(item is None for item in info.get("final_obs", np.full(N_ENVS, None))[~done])
     assert ends >= 3 * N_ENVS, f"only {ends} episode ends in {STEPS} steps"
-    if not env_id.split("/")[1].startswith("Fetch"):  # Fetch's episodes all end together
+    if not env_id.split("/")[1].startswith(("Fetch", "Hand")):  # their episodes all end together
         assert steps_with_some_ended >= 3, "the rollout should end some envs' episodes and not others'"
     native.close()
     sync.close()
