@@ -167,3 +167,23 @@ def test_vector_env_replays_single_envs() -> None:
 def test_bad_arguments(kwargs: dict, exc: type, match: str) -> None:
     with pytest.raises(exc, match=match):
         HandReachEnv(**kwargs)
+
+
+def test_render_rgb_array_and_render_does_not_change_the_episode() -> None:
+    from gymnasium import error
+
+    shown = HandReachEnv(render_mode="rgb_array", width=64, height=48)
+    plain = HandReachEnv()
+    shown.reset(seed=3)
+    plain.reset(seed=3)
+    rng = np.random.default_rng(0)
+    for t in range(10):
+        act = rng.uniform(-1, 1, 20).astype(np.float32)
+        a, b = shown.step(act)[0], plain.step(act)[0]
+        if t % 3 == 0:
+            try:
+                frame = shown.render()
+            except error.DependencyNotInstalled as exc:  # no OpenGL backend on this machine
+                pytest.skip(str(exc))
+            assert frame.shape == (48, 64, 3) and frame.dtype == np.uint8
+        np.testing.assert_array_equal(a["observation"], b["observation"])
