@@ -19,10 +19,11 @@ from pathlib import Path
 
 from gymnasium import error
 
-__all__ = ["fetch_assets_dir", "mujoco"]
+__all__ = ["INSTALL_FETCH", "fetch_assets_dir", "make_renderer", "mujoco"]
 
-# How to get the fetch extra's packages (mujoco and gymnasium-robotics), for the errors below.
-_INSTALL_FETCH = (
+# How to get the fetch extra's packages (mujoco and gymnasium-robotics), for the errors below (and the
+# hand family's, which needs the same two).
+INSTALL_FETCH = (
     'install the fetch extra: `pip install "goalenvs[fetch]"` (goalenvs is not on PyPI yet: from the '
     'clone, `pip install -e ".[fetch]"`), or `pip install mujoco gymnasium-robotics`'
 )
@@ -39,7 +40,7 @@ except ModuleNotFoundError as _missing:
     # Still a ModuleNotFoundError (pytest.importorskip and `except ImportError` keep working), saying
     # what to install.
     raise ModuleNotFoundError(
-        "the Fetch tasks need MuJoCo, which is not installed; " + _INSTALL_FETCH, name="mujoco"
+        "the Fetch tasks need MuJoCo, which is not installed; " + INSTALL_FETCH, name="mujoco"
     ) from None
 
 
@@ -49,7 +50,7 @@ def fetch_assets_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise error.DependencyNotInstalled(
             "the Fetch tasks use the MJCF assets shipped with gymnasium-robotics, which is not installed; "
-            + _INSTALL_FETCH
+            + INSTALL_FETCH
         )
     folder = Path(next(iter(spec.submodule_search_locations))) / "envs" / "assets" / "fetch"
     if not folder.is_dir():
@@ -93,8 +94,18 @@ def _no_gl_context_message(exc: Exception) -> str:
     return head + f"mujoco chose it when first imported, with MUJOCO_GL {was}. " + fix
 
 
-def make_renderer(model: mujoco.MjModel, height: int, width: int) -> tuple[mujoco.Renderer, mujoco.MjvCamera]:
-    """An offscreen renderer for ``model`` and the free camera Gymnasium-Robotics' Fetch views from.
+def make_renderer(
+    model: mujoco.MjModel,
+    height: int,
+    width: int,
+    *,
+    distance: float = 2.5,
+    azimuth: float = 132.0,
+    elevation: float = -14.0,
+    lookat: tuple[float, float, float] = (1.3, 0.75, 0.55),
+) -> tuple[mujoco.Renderer, mujoco.MjvCamera]:
+    """An offscreen renderer for ``model`` and a free camera: by default the one Gymnasium-Robotics'
+    Fetch views from (``distance`` in m, ``azimuth`` and ``elevation`` in degrees, ``lookat`` a point).
 
     Raises ``DependencyNotInstalled`` saying which backend failed and how to choose another.
     """
@@ -104,8 +115,8 @@ def make_renderer(model: mujoco.MjModel, height: int, width: int) -> tuple[mujoc
         raise error.DependencyNotInstalled(_no_gl_context_message(exc)) from exc
     cam = mujoco.MjvCamera()
     cam.type = mujoco.mjtCamera.mjCAMERA_FREE
-    cam.distance = 2.5
-    cam.azimuth = 132.0
-    cam.elevation = -14.0
-    cam.lookat[:] = (1.3, 0.75, 0.55)
+    cam.distance = distance
+    cam.azimuth = azimuth
+    cam.elevation = elevation
+    cam.lookat[:] = lookat
     return renderer, cam

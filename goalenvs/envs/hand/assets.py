@@ -1,8 +1,9 @@
 """What the Shadow Hand tasks need from outside: MuJoCo and Gymnasium-Robotics' hand MJCF files.
 
-MuJoCo is imported through the Fetch family's assets module, which picks a headless OpenGL backend
-(``MUJOCO_GL``) before mujoco is first imported and explains a failed offscreen context; the hand's
-models are Gymnasium-Robotics' own, read from its installed package without importing it.
+MuJoCo, and the offscreen renderer, come through the Fetch family's assets module, which picks a
+headless OpenGL backend (``MUJOCO_GL``) before mujoco is first imported and explains a failed
+context; the hand's models are Gymnasium-Robotics' own, read from its installed package without
+importing it.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from pathlib import Path
 from gymnasium import error
 
 # First: it sets the OpenGL backend default before anything imports mujoco.
-from goalenvs.envs.fetch.assets import _INSTALL_FETCH, _no_gl_context_message, mujoco  # isort: skip
+from goalenvs.envs.fetch.assets import INSTALL_FETCH, make_renderer, mujoco  # isort: skip
 
-__all__ = ["hand_assets_dir", "make_renderer", "mujoco"]
+__all__ = ["hand_assets_dir", "make_hand_renderer", "mujoco"]
 
 
 def hand_assets_dir() -> Path:
@@ -24,7 +25,7 @@ def hand_assets_dir() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise error.DependencyNotInstalled(
             "the Shadow Hand tasks use the MJCF assets shipped with gymnasium-robotics, which is not "
-            "installed; " + _INSTALL_FETCH
+            "installed; " + INSTALL_FETCH
         )
     folder = Path(next(iter(spec.submodule_search_locations))) / "envs" / "assets" / "hand"
     if not folder.is_dir():
@@ -34,19 +35,13 @@ def hand_assets_dir() -> Path:
     return folder
 
 
-def make_renderer(model: mujoco.MjModel, height: int, width: int) -> tuple[mujoco.Renderer, mujoco.MjvCamera]:
+def make_hand_renderer(
+    model: mujoco.MjModel, height: int, width: int
+) -> tuple[mujoco.Renderer, mujoco.MjvCamera]:
     """An offscreen renderer for ``model`` and the free camera Gymnasium-Robotics' hand envs view from.
 
     Raises ``DependencyNotInstalled`` saying which OpenGL backend failed and how to choose another.
     """
-    try:
-        renderer = mujoco.Renderer(model, height, width)
-    except Exception as exc:  # the OpenGL backend is chosen by MUJOCO_GL (egl, osmesa, glfw)
-        raise error.DependencyNotInstalled(_no_gl_context_message(exc)) from exc
-    cam = mujoco.MjvCamera()
-    cam.type = mujoco.mjtCamera.mjCAMERA_FREE
-    cam.distance = 0.5
-    cam.azimuth = 55.0
-    cam.elevation = -25.0
-    cam.lookat[:] = (1.0, 0.96, 0.14)
-    return renderer, cam
+    return make_renderer(
+        model, height, width, distance=0.5, azimuth=55.0, elevation=-25.0, lookat=(1.0, 0.96, 0.14)
+    )

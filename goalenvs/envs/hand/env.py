@@ -24,7 +24,7 @@ from gymnasium import spaces
 
 from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
 from goalenvs.envs.fetch.goals import distance_reward, distance_success, goal_distance
-from goalenvs.envs.hand.assets import make_renderer, mujoco
+from goalenvs.envs.hand.assets import make_hand_renderer, mujoco
 from goalenvs.envs.hand.goals import reach_reward
 from goalenvs.envs.hand.settings import DEFAULT_SIZE, HandReachSettings
 from goalenvs.envs.hand.sim import HandSim, HandViews
@@ -265,7 +265,7 @@ class HandReachTask(Task):
             )
             return None
         if state.renderer is None:
-            state.renderer, state.camera = make_renderer(
+            state.renderer, state.camera = make_hand_renderer(
                 self.sim.model, self.settings.height, self.settings.width
             )
         achieved = state.obs[env, self.sim.achieved]
