@@ -187,3 +187,21 @@ def test_render_rgb_array_and_render_does_not_change_the_episode() -> None:
                 pytest.skip(str(exc))
             assert frame.shape == (48, 64, 3) and frame.dtype == np.uint8
         np.testing.assert_array_equal(a["observation"], b["observation"])
+
+
+def test_relative_control_centres_each_actuator_on_its_joints() -> None:
+    # No reference to compare with: Gymnasium-Robotics' relative control calls MjData methods the
+    # mujoco bindings lack. A zero action targets the current angles (J1 + J0 for the coupled fingers).
+    env = HandReachEnv(relative_control=True)
+    env.reset(seed=0)
+    qpos = env.data.qpos.copy()
+    env.step(np.zeros(20, dtype=np.float32))
+    m = env.model
+    for i in range(m.nu):
+        name = m.actuator(i).name
+        expected = qpos[m.joint(name.replace(":A_", ":")).qposadr[0]]
+        finger = name.split(":A_")[1]
+        if finger in ("FFJ1", "MFJ1", "RFJ1", "LFJ1"):
+            expected += qpos[m.joint(f"robot0:{finger[:2]}J0").qposadr[0]]
+        low, high = m.actuator_ctrlrange[i]
+        assert env.data.ctrl[i] == np.clip(expected, low, high), name
