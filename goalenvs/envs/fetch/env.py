@@ -1,8 +1,8 @@
-"""The Fetch task over N envs and its single env, step-for-step faithful to Gymnasium-Robotics v4.
+"""The Fetch task and its single env, step-for-step faithful to Gymnasium-Robotics v4.
 
-:class:`FetchTask` is the family's :class:`~goalenvs.task.Task`: N envs as N ``MjData`` of one model
-(:class:`FetchState`), whose physics steps in a pool of threads, each a contiguous chunk of envs
-through all their substeps (``mj_step`` releases the GIL). :class:`FetchEnv` is its batch of one and
+:class:`FetchTask` is the family's :class:`~goalenvs.envs.mujoco_task.MujocoTask`: N envs as N
+``MjData`` of one model, stepped in a pool of threads (the MuJoCo families' shared machinery, see
+:mod:`goalenvs.envs.mujoco_task`). :class:`FetchEnv` is its batch of one and
 :class:`~goalenvs.envs.fetch.vector.FetchVectorEnv` its batch of N, so env ``i`` of a vector env
 seeded ``s`` is the single env seeded ``s + i``, bit for bit, whatever the number of threads. One
 class runs all four tasks: ``task=`` picks one, and every knob of Gymnasium-Robotics' Fetch family
@@ -17,26 +17,24 @@ third of every step on name lookups and Python glue. Here every name is resolved
 
 from __future__ import annotations
 
-import dataclasses
-import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-import gymnasium as gym
-import mujoco
 import numpy as np
-from gymnasium import spaces
 
-from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
 from goalenvs.envs.fetch.assets import make_renderer
-from goalenvs.envs.fetch.goals import distance_reward, distance_success, fetch_reward, goal_distance
+from goalenvs.envs.fetch.goals import fetch_reward
 from goalenvs.envs.fetch.settings import DEFAULT_SIZE, POS_ACTION_SCALE, FetchSettings
 from goalenvs.envs.fetch.sim import FetchSim, FetchViews
-from goalenvs.task import Task, TaskEnv, seed_generators
-from goalenvs.vector import ConcurrentUseError
+from goalenvs.envs.mujoco_task import (
+    MujocoAttributes,
+    MujocoEnv,
+    MujocoState,
+    MujocoTask,
+    setting_property,
+)
 
-__all__ = ["ENV_DOC", "FetchAttributes", "FetchEnv", "FetchState", "FetchTask", "fetch_spaces"]
+__all__ = ["ENV_DOC", "FetchAttributes", "FetchEnv", "FetchTask"]
 
 #: The description of the Fetch envs shared by FetchEnv's and FetchVectorEnv's docstrings.
 ENV_DOC = """
@@ -118,265 +116,78 @@ ENV_DOC = """
 """
 
 
-def fetch_spaces(sim: FetchSim) -> tuple[spaces.Dict, spaces.Box]:
-    """The observation and action spaces of one Fetch env of ``sim``'s task."""
-    box = spaces.Box(-np.inf, np.inf, shape=(3,), dtype=np.float64)
-    observation_space = spaces.Dict(
-        {
-            "observation": spaces.Box(-np.inf, np.inf, shape=(sim.obs_dim,), dtype=np.float64),
-            "achieved_goal": box,
-            "desired_goal": box,
-        }
-    )
-    return observation_space, spaces.Box(-1.0, 1.0, shape=(4,), dtype=np.float32)
-
-
-class FetchState:
-    """N Fetch envs: one ``MjData`` each (env 0's is the one the start state was computed in, as a
-    single env's), their numpy views, random generators, goals, observation vectors and step counts,
-    and the thread pool that steps their physics in chunks (none with one thread)."""
-
-    def __init__(self, sim: FetchSim, n: int) -> None:
-        self.sim, self.n = sim, n
-        self.data = (sim.data, *(mujoco.MjData(sim.model) for _ in range(n - 1)))
-        self.views = [FetchViews(sim, d) for d in self.data]
-        self.rngs: list[np.random.Generator] = [np.random.default_rng(0)] * n  # replaced by seeding
-        self.goal = np.zeros((n, 3))
-        self.obs = np.zeros((n, sim.obs_dim))
-        self.steps = np.zeros(n, dtype=np.int64)
-        self.renderer: Any = None
-        self.camera: Any = None
-        self.set_threads(1)
-
-    def set_threads(self, num_threads: int) -> None:
-        """Step the physics in ``num_threads`` contiguous chunks of envs (the caller's thread steps the
-        first; the results do not depend on the number)."""
-        self.num_threads = min(num_threads, self.n)
-        bounds = np.linspace(0, self.n, self.num_threads + 1).round().astype(int).tolist()
-        self.chunks = list(zip(bounds[:-1], bounds[1:], strict=True))
-        self.pool: ThreadPoolExecutor | None = None
-        if self.num_threads > 1:
-            self.pool = ThreadPoolExecutor(self.num_threads - 1, thread_name_prefix="fetch-physics")
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(wait=True)
-            self.pool = None
-        if self.renderer is not None:
-            self.renderer.close()
-            self.renderer = None
-
-    # MjModel/MjData pickle themselves and the views rebuild themselves; the pool and the renderer are
-    # made anew.
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "pool": None, "renderer": None, "camera": None}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self.set_threads(self.num_threads)
-
-
-class FetchTask(Task):
+class FetchTask(MujocoTask):
     """One Fetch task (``settings.task``: reach, push, ...) with its settings: the functions both
-    Fetch envs are built from.
+    Fetch envs are built from (the state, the threads, the scoring and the time limit are
+    :class:`~goalenvs.envs.mujoco_task.MujocoTask`'s).
 
     The goal functions read ``settings`` at call time, so an env's settings attribute set anew
     (``env.distance_threshold = 0.02``) takes effect at the next step and ``compute_reward``.
     """
 
     action_help = "4 numbers: dx, dy, dz, gripper, clipped to [-1, 1]"
+    family = "Fetch"
 
     def __init__(self, settings: FetchSettings) -> None:
-        self.settings = settings
-        self.sim = FetchSim(settings)
-        self._spaces = fetch_spaces(self.sim)
-        self._act_low, self._act_high = self._spaces[1].low.copy(), self._spaces[1].high.copy()
-
-    @property
-    def observation_space(self) -> spaces.Dict:
-        return self._spaces[0]
-
-    @property
-    def action_space(self) -> spaces.Box:
-        return self._spaces[1]
-
-    # ---- the goal functions ----------------------------------------------------------------------
+        super().__init__(settings=settings, sim=FetchSim(settings), views=FetchViews, action_dim=4)
 
     def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
         """Sparse (-1/0, float32) or dense (-distance) reward; pure, any leading batch shape."""
         s = self.settings
         return fetch_reward(achieved_goal, desired_goal, s.distance_threshold, s.reward_type == "dense")
 
-    def compute_terminated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """Always False: reaching the goal does not end the episode (the goal must be held)."""
-        return np.zeros(np.shape(achieved_goal)[:-1], dtype=bool)
-
-    def compute_truncated(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """True where ``info["elapsed_steps"] >= max_steps`` (never with ``max_steps=None``); batch shape.
-
-        Where an info has no ``"elapsed_steps"`` (or is None) the answer is False, with a warning once.
-        """
-        batch_shape = np.shape(achieved_goal)[:-1]
-        if self.settings.max_steps is None:
-            return np.zeros(batch_shape, dtype=bool)
-        steps = info_values_or_default(
-            info, "elapsed_steps", batch_shape, 0, NO_ELAPSED_STEPS.format(env="Fetch")
-        )
-        return np.asarray(self.truncated_at(steps))
-
-    def truncated_at(self, elapsed_steps: Any) -> Any:
-        """Whether an episode ``elapsed_steps`` long (an int, or an int array) is over by time."""
-        max_steps = self.settings.max_steps
-        if max_steps is None:
-            return np.zeros(np.shape(elapsed_steps), dtype=bool) if np.ndim(elapsed_steps) else False
-        return elapsed_steps >= max_steps
-
-    # ---- the task's part of the two envs ---------------------------------------------------------
-
-    def min_bytes_per_env(self) -> int:
-        """The arrays' estimate plus one ``MjData``: of its buffer and arena MuJoCo commits about
-        0.75 MB per env stepped (measured on FetchPush, MuJoCo 3.x); counted here as half a MiB."""
-        return super().min_bytes_per_env() + 2**19
-
-    def new_state(self, n: int) -> FetchState:
-        return FetchState(self.sim, n)
-
-    def seed(self, state: FetchState, seeds: np.ndarray, envs: np.ndarray) -> None:
-        seed_generators(state.rngs, seeds, envs)
-
-    def reset(self, state: FetchState, envs: np.ndarray, options: dict[str, Any] | None) -> None:
-        # Fetch takes no options (reset_option_keys is empty: the envs refuse any key before this).
-        sim, s = self.sim, self.settings
-        for i in envs.tolist():
-            v, rng = state.views[i], state.rngs[i]
-            sim.restart(v, rng, s.obj_range)
-            state.goal[i] = sim.sample_goal(rng, s.target_range, s.target_offset, s.target_in_the_air)
-            state.obs[i] = sim.observation(v)
-        state.steps[envs] = 0
-
-    def step(self, state: FetchState, actions: np.ndarray, skip: np.ndarray) -> None:
-        # np.clip against the float32 bounds (as two ufuncs), then scale in the clipped array's own
-        # dtype, so a float32 action rounds exactly as in Gymnasium-Robotics.
-        a = np.minimum(np.maximum(actions, self._act_low), self._act_high)
-        delta = a[:, :3] * POS_ACTION_SCALE
-        grips = [0.0] * state.n if self.settings.block_gripper else a[:, 3].tolist()
-        active = None
-        if skip.size:
-            active = np.ones(state.n, dtype=bool)
-            active[skip] = False
-        state.steps += 1
-        chunks = state.chunks
-        futures: list[Future[None]] = []
-        if state.pool is not None:
-            futures = [
-                state.pool.submit(self._step_chunk, state, lo, hi, delta, grips, active)
-                for lo, hi in chunks[1:]
-            ]
-        try:
-            self._step_chunk(state, *chunks[0], delta, grips, active)
-        finally:
-            for future in futures:
-                future.result()
-
-    def _step_chunk(
-        self,
-        state: FetchState,
-        lo: int,
-        hi: int,
-        delta: np.ndarray,
-        grips: list[float],
-        active: np.ndarray | None,
-    ) -> None:
-        """Envs ``lo`` to ``hi - 1``: act, integrate, observe (in a pool thread, or the caller's)."""
-        sim, views, obs, block = self.sim, state.views, state.obs, self.settings.block_gripper
-        for i in range(lo, hi):
-            if active is not None and not active[i]:
-                continue
-            v = views[i]
-            sim.act(v, delta[i], grips[i])
-            sim.advance(v, block)
-            obs[i] = sim.observation(v)
-
-    def observe(self, state: FetchState) -> dict[str, np.ndarray]:
-        obs = state.obs.copy()
-        return {
-            "observation": obs,
-            "achieved_goal": obs[:, self.sim.achieved].copy(),
-            "desired_goal": state.goal.copy(),
-        }
-
-    def score(self, state: FetchState, obs: dict[str, np.ndarray]) -> Any:
+    def restart(self, v: FetchViews, rng: np.random.Generator) -> np.ndarray:
         s = self.settings
-        # The distance once, for the reward and the success (through the functions compute_reward uses).
-        d = goal_distance(obs["achieved_goal"], obs["desired_goal"])
-        steps = state.steps.copy()
-        info = {"is_success": distance_success(d, s.distance_threshold), "elapsed_steps": steps}
-        reward = distance_reward(d, s.distance_threshold, s.reward_type == "dense")
-        terminated = self.compute_terminated(obs["achieved_goal"], obs["desired_goal"], info)
-        return info, reward, terminated, self.truncated_at(steps)
+        self.sim.restart(v, rng, s.obj_range)
+        return self.sim.sample_goal(rng, s.target_range, s.target_offset, s.target_in_the_air)
 
-    def render(self, state: FetchState, env: int, render_mode: str | None) -> np.ndarray | None:
-        """An RGB frame (height, width, 3) from the default camera, with the goal shown as a red sphere."""
-        if render_mode is None:
-            gym.logger.warn(
-                'render() was called without a render_mode; make the env with render_mode="rgb_array"'
-            )
-            return None
-        if state.renderer is None:
-            state.renderer, state.camera = make_renderer(
-                self.sim.model, self.settings.height, self.settings.width
-            )
+    def controls(self, actions: np.ndarray) -> tuple[np.ndarray, list[float]]:
+        """The gripper displacements ``(n, 3)`` and finger commands (0 with ``block_gripper``).
+
+        Clipped against the float32 bounds, then scaled in the clipped array's own dtype, so a float32
+        action rounds exactly as in Gymnasium-Robotics."""
+        a = self.clip(actions)
+        grips = [0.0] * len(a) if self.settings.block_gripper else a[:, 3].tolist()
+        return a[:, :3] * POS_ACTION_SCALE, grips
+
+    def advance_env(self, v: FetchViews, i: int, controls: tuple[np.ndarray, list[float]]) -> None:
+        delta, grips = controls
+        self.sim.act(v, delta[i], grips[i])
+        self.sim.advance(v, self.settings.block_gripper)
+
+    def observe_env(self, v: FetchViews, out: np.ndarray) -> None:
+        out[:] = self.sim.observation(v)
+
+    def new_renderer(self) -> tuple[Any, Any]:
+        return make_renderer(self.sim.model, self.settings.height, self.settings.width)
+
+    def draw(self, state: MujocoState, env: int) -> np.ndarray:
+        """Env ``env``'s frame from the default camera, with the goal shown as a red sphere."""
         return self.sim.draw(state.renderer, state.camera, state.views[env], state.goal[env])
 
-    def close(self, state: FetchState) -> None:
-        state.close()
 
-
-def _setting(name: str) -> property:
-    """The attribute of setting ``name``: reads it, and sets it anew through ``FetchSettings``'s checks."""
-
-    def get(self: FetchAttributes) -> Any:
-        return getattr(self._task.settings, name)
-
-    def set_(self: FetchAttributes, value: Any) -> None:
-        self._task.settings = dataclasses.replace(self._task.settings, **{name: value})
-
-    return property(get, set_, doc=f"The ``{name}`` setting (see the class docstring).")
-
-
-class FetchAttributes:
+class FetchAttributes(MujocoAttributes):
     """A Fetch env's public attributes, single or vector: every setting (setting one re-validates it
     and takes effect where the task reads it at step time) and the model's facts."""
 
-    _task: Any  # the env's FetchTask (Any: TaskGoalFunctions declares it a Task)
-
-    task = _setting("task")
-    reward_type = _setting("reward_type")
-    distance_threshold = _setting("distance_threshold")
-    target_in_the_air = _setting("target_in_the_air")
-    target_offset = _setting("target_offset")
-    obj_range = _setting("obj_range")
-    target_range = _setting("target_range")
-    gripper_extra_height = _setting("gripper_extra_height")
-    block_gripper = _setting("block_gripper")
-    n_substeps = _setting("n_substeps")
-    initial_qpos = _setting("initial_qpos")
-    max_steps = _setting("max_steps")
-    width = _setting("width")
-    height = _setting("height")
-
-    @property
-    def settings(self) -> FetchSettings:
-        """All the settings at once, typed (a frozen dataclass; set them one by one as attributes)."""
-        return self._task.settings
+    task = setting_property("task")
+    reward_type = setting_property("reward_type")
+    distance_threshold = setting_property("distance_threshold")
+    target_in_the_air = setting_property("target_in_the_air")
+    target_offset = setting_property("target_offset")
+    obj_range = setting_property("obj_range")
+    target_range = setting_property("target_range")
+    gripper_extra_height = setting_property("gripper_extra_height")
+    block_gripper = setting_property("block_gripper")
+    n_substeps = setting_property("n_substeps")
+    initial_qpos = setting_property("initial_qpos")
+    max_steps = setting_property("max_steps")
+    width = setting_property("width")
+    height = setting_property("height")
 
     @property
     def has_object(self) -> bool:
         return self._task.settings.has_object
-
-    @property
-    def model(self) -> Any:
-        return self._task.sim.model
 
     @property
     def initial_gripper_xpos(self) -> np.ndarray:
@@ -388,18 +199,11 @@ class FetchAttributes:
         """The object's resting height on the table (m; 0.0 for reach)."""
         return self._task.sim.height_offset
 
-    @property
-    def dt(self) -> float:
-        """One env step, in seconds (``n_substeps`` physics steps)."""
-        return self._task.sim.dt
 
-
-class FetchEnv(FetchAttributes, TaskEnv):
+class FetchEnv(FetchAttributes, MujocoEnv):
     __doc__ = (
         "The Fetch robot arm on a table: reach a point, or push, slide or pick-and-place a block.\n" + ENV_DOC
     )
-
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 25}
 
     def __init__(
         self,
@@ -437,23 +241,6 @@ class FetchEnv(FetchAttributes, TaskEnv):
             height=height,
         )
         self._init_task(FetchTask(settings), render_mode)
-        self.metadata = {**self.metadata, "render_fps": int(np.round(1.0 / self.dt))}
-        # Two threads stepping one MjData crash MuJoCo (a segfault): a second thread is told at once.
-        self._busy = threading.Lock()
-
-    @property
-    def data(self) -> Any:
-        """The env's ``MjData``."""
-        return self._state.data[0]
-
-    @property
-    def goal(self) -> np.ndarray:
-        """The goal (3,), a view: writing it (or setting it anew) steers the task from the next step."""
-        return self._state.goal[0]
-
-    @goal.setter
-    def goal(self, value: Any) -> None:
-        self._state.goal[0] = value
 
     @property
     def _views(self) -> FetchViews:
@@ -464,54 +251,3 @@ class FetchEnv(FetchAttributes, TaskEnv):
     def _welded_body(self) -> int:
         """Index of the body the mocap is welded to (the golden-trajectory tests set its pose)."""
         return self._task.sim.welded_body
-
-    def _claim(self, method: str) -> None:
-        """Take the env for ``method`` (release with ``self._busy.release()``) or raise if a thread has it."""
-        if not self._busy.acquire(False):
-            raise ConcurrentUseError(
-                f"FetchEnv.{method} called from two threads at once; one env is not thread-safe "
-                f"(MuJoCo would crash): give each thread its own"
-            )
-
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        self._claim("reset")
-        try:
-            return super().reset(seed=seed, options=options)
-        finally:
-            self._busy.release()
-
-    def step(self, action: Any) -> tuple[dict[str, np.ndarray], Any, bool, bool, dict[str, Any]]:
-        self._claim("step")
-        try:
-            return super().step(action)
-        finally:
-            self._busy.release()
-
-    def render(self) -> np.ndarray | None:
-        """An RGB frame (height, width, 3) from the default camera, with the goal shown as a red sphere."""
-        if self.render_mode is None:
-            return super().render()
-        self._claim("render")
-        try:
-            return super().render()
-        finally:
-            self._busy.release()
-
-    def close(self) -> None:
-        self._claim("close")
-        try:
-            super().close()
-        finally:
-            self._busy.release()
-
-    # The lock does not pickle (the copy gets its own, free).
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        del state["_busy"]
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._busy = threading.Lock()

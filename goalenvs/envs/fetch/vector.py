@@ -7,17 +7,14 @@ batch of one of (the threads are the task's: see there); this module adds the ve
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from goalenvs._util import check_int
-from goalenvs.envs.fetch.env import ENV_DOC, FetchAttributes, FetchState, FetchTask
+from goalenvs.envs.fetch.env import ENV_DOC, FetchAttributes, FetchTask
 from goalenvs.envs.fetch.settings import DEFAULT_SIZE, FetchSettings
-from goalenvs.vector import NativeVectorEnv
+from goalenvs.envs.mujoco_task import MujocoVectorEnv
 
 __all__ = ["FetchVectorEnv"]
 
@@ -57,15 +54,12 @@ _VECTOR_DOC = """
 """
 
 
-class FetchVectorEnv(FetchAttributes, NativeVectorEnv):
+class FetchVectorEnv(FetchAttributes, MujocoVectorEnv):
     __doc__ = (
         "N Fetch envs stepped as one batch (``gym.make_vec('goalenvs/FetchPush-v0', num_envs=N)``).\n"
         + ENV_DOC
         + _VECTOR_DOC
     )
-
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 25, "autoreset_mode": AutoresetMode.NEXT_STEP}
-    _state: FetchState
 
     def __init__(
         self,
@@ -90,8 +84,6 @@ class FetchVectorEnv(FetchAttributes, NativeVectorEnv):
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         batched_final_obs: bool = False,
     ) -> None:
-        n = check_int("num_envs", num_envs, 1)
-        threads = (os.cpu_count() or 1) if num_threads is None else check_int("num_threads", num_threads, 1)
         settings = FetchSettings(
             task,
             reward_type,
@@ -108,30 +100,6 @@ class FetchVectorEnv(FetchAttributes, NativeVectorEnv):
             width=width,
             height=height,
         )
-        self._init_vector(FetchTask(settings), n, render_mode, autoreset_mode, batched_final_obs)
-        self.metadata["render_fps"] = int(np.round(1.0 / self.dt))
-        self._state.set_threads(threads)
-
-    @property
-    def num_threads(self) -> int:
-        """The threads that step the physics (``num_threads`` capped at ``num_envs``)."""
-        return self._state.num_threads
-
-    @property
-    def data(self) -> tuple[Any, ...]:
-        """Env ``i``'s ``MjData`` is ``data[i]`` (one ``model`` for all)."""
-        return self._state.data
-
-    @property
-    def goal(self) -> np.ndarray:
-        """The goals ``(num_envs, 3)``: writing row ``i`` steers env ``i`` from its next step."""
-        return self._state.goal
-
-    @property
-    def _rngs(self) -> list[Any]:
-        """Each env's random generator (examples/her_ddpg.py checkpoints and restores them)."""
-        return self._state.rngs
-
-    @_rngs.setter
-    def _rngs(self, rngs: list[Any]) -> None:
-        self._state.rngs = list(rngs)
+        self._init_mujoco(
+            FetchTask(settings), num_envs, render_mode, num_threads, autoreset_mode, batched_final_obs
+        )
