@@ -1,22 +1,20 @@
 """HandReachVectorEnv: N HandReach envs on one MuJoCo model, stepped as one batch.
 
 The batch of N of :class:`~goalenvs.envs.hand.env.HandReachTask`, the task :class:`HandReachEnv` is
-the batch of one of; this module adds the vector env's arguments (``num_envs``, the autoreset mode)
-and its docstring. The envs are stepped one after the other in the caller's thread (Fetch's pool
-of physics threads is not ported yet).
+the batch of one of; this module adds the vector env's arguments
+(``num_envs``, ``num_threads``, the autoreset mode) and its docstring; the threads that step the
+physics are the MuJoCo families' (:mod:`goalenvs.envs.mujoco_task`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from goalenvs.envs.hand.env import ENV_DOC, HandReachAttributes, HandReachTask, HandState
+from goalenvs.envs.hand.env import ENV_DOC, HandReachAttributes, HandReachTask
 from goalenvs.envs.hand.settings import DEFAULT_SIZE, HandReachSettings
-from goalenvs.vector import NativeVectorEnv
+from goalenvs.envs.mujoco_task import MujocoVectorEnv
 
 __all__ = ["HandReachVectorEnv"]
 
@@ -25,6 +23,8 @@ _VECTOR_DOC = """
     * ``num_envs`` (int >= 1). ``reset(seed=s)`` seeds env ``i`` with ``s + i`` (a list seeds each
       env), so env ``i`` replays exactly what ``HandReachEnv`` reset with seed ``s + i`` does.
       Every other argument is ``HandReachEnv``'s, for all envs.
+    * ``num_threads`` (int >= 1, default ``os.cpu_count()``, capped at ``num_envs``): threads that step
+      the physics, each a contiguous chunk of envs, as Fetch's. The results do not depend on it.
     * ``autoreset_mode``: ``AutoresetMode.NEXT_STEP`` (default; Gymnasium's), ``SAME_STEP`` or
       ``DISABLED`` (reset ended envs with ``options={"reset_mask": mask}``), as Fetch's vector env.
     * ``batched_final_obs`` (opt-in, ``SAME_STEP`` only): ``info["final_obs"]`` is one dict of
@@ -37,15 +37,12 @@ _VECTOR_DOC = """
 """
 
 
-class HandReachVectorEnv(HandReachAttributes, NativeVectorEnv):
+class HandReachVectorEnv(HandReachAttributes, MujocoVectorEnv):
     __doc__ = (
         "N HandReach envs stepped as one batch (``gym.make_vec('goalenvs/HandReach-v0', num_envs=N)``).\n"
         + ENV_DOC
         + _VECTOR_DOC
     )
-
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 25, "autoreset_mode": AutoresetMode.NEXT_STEP}
-    _state: HandState
 
     def __init__(
         self,
@@ -60,6 +57,7 @@ class HandReachVectorEnv(HandReachAttributes, NativeVectorEnv):
         width: int = DEFAULT_SIZE,
         height: int = DEFAULT_SIZE,
         render_mode: str | None = None,
+        num_threads: int | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         batched_final_obs: bool = False,
     ) -> None:
@@ -73,15 +71,6 @@ class HandReachVectorEnv(HandReachAttributes, NativeVectorEnv):
             width=width,
             height=height,
         )
-        self._init_vector(HandReachTask(settings), num_envs, render_mode, autoreset_mode, batched_final_obs)
-        self.metadata["render_fps"] = int(np.round(1.0 / self.dt))
-
-    @property
-    def data(self) -> tuple[Any, ...]:
-        """Env ``i``'s ``MjData`` is ``data[i]`` (one ``model`` for all)."""
-        return self._state.data
-
-    @property
-    def goal(self) -> np.ndarray:
-        """The goals ``(num_envs, 15)``: writing row ``i`` steers env ``i`` from its next step."""
-        return self._state.goal
+        self._init_mujoco(
+            HandReachTask(settings), num_envs, render_mode, num_threads, autoreset_mode, batched_final_obs
+        )
