@@ -38,7 +38,7 @@ if __import__("importlib").util.find_spec("gymnasium_robotics") is None:
 import goalenvs  # noqa: E402
 import goalenvs.core  # noqa: E402
 from goalenvs.envs.fetch import TASKS, FetchEnv, fetch_reward, goal_distance, mat2euler  # noqa: E402
-from tests.data.gr_mujoco_shim import int_enum_mujoco  # noqa: E402
+from tests.data.gr_mujoco_shim import register_shimmed_gymnasium_robotics  # noqa: E402
 
 DATA = Path(__file__).parents[1] / "data"
 # Goldens recorded on the installed MuJoCo where there are some (tests/data/record_fetch_golden.py,
@@ -255,13 +255,7 @@ def test_golden_single_steps(task: str) -> None:
 @pytest.fixture
 def gymnasium_robotics_v4(monkeypatch: pytest.MonkeyPatch):
     """Gymnasium-Robotics' env maker, shimmed (test-only) to run on MuJoCo >= 3.12."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        gr = pytest.importorskip("gymnasium_robotics")
-        from gymnasium_robotics.utils import mujoco_utils
-
-    monkeypatch.setattr(mujoco_utils, "mujoco", int_enum_mujoco())
-    gym.register_envs(gr)
+    register_shimmed_gymnasium_robotics(monkeypatch)
 
     def make(task: str, **attrs):
         env = gym.make(f"Fetch{TITLES[task]}-v4").unwrapped

@@ -8,8 +8,6 @@ seeds, full 50-step episodes of seeded random actions, everything equal to 1e-9.
 
 from __future__ import annotations
 
-import warnings
-
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -23,7 +21,7 @@ if __import__("importlib").util.find_spec("gymnasium_robotics") is None:
 
 import goalenvs
 from goalenvs.envs.hand import REACH_INITIAL_QPOS, HandReachEnv
-from tests.data.gr_mujoco_shim import int_enum_mujoco
+from tests.data.gr_mujoco_shim import register_shimmed_gymnasium_robotics
 
 HAND_IDS = [e.id for e in goalenvs.ENVS if e.name.startswith("Hand")]
 TOL = 1e-9
@@ -46,13 +44,7 @@ def test_hand_reach_ids_registered() -> None:
 @pytest.fixture
 def gymnasium_robotics_hand(monkeypatch: pytest.MonkeyPatch):
     """Gymnasium-Robotics' HandReach maker, shimmed (test-only) to run on MuJoCo >= 3.12."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        gr = pytest.importorskip("gymnasium_robotics")
-        from gymnasium_robotics.utils import mujoco_utils
-
-    monkeypatch.setattr(mujoco_utils, "mujoco", int_enum_mujoco())
-    gym.register_envs(gr)
+    register_shimmed_gymnasium_robotics(monkeypatch)
 
     def make(**kwargs):
         return gym.make("HandReach-v3", **kwargs).unwrapped  # their class has no time limit of its own
