@@ -144,6 +144,24 @@ def test_vector_env_replays_single_envs() -> None:
             assert rew[i] == r
 
 
+def test_vector_env_threads_do_not_change_the_results() -> None:
+    from goalenvs.envs.hand import HandReachVectorEnv
+
+    vecs = [HandReachVectorEnv(5, num_threads=t, max_steps=4) for t in (1, 3)]
+    assert [v.num_threads for v in vecs] == [1, 3] and vecs[1]._state.chunks == [(0, 2), (2, 3), (3, 5)]
+    results = [v.reset(seed=7) for v in vecs]
+    rng = np.random.default_rng(0)
+    for _ in range(9):  # past two autoresets
+        acts = rng.uniform(-1.5, 1.5, (5, 20)).astype(np.float32)
+        results = [v.step(acts) for v in vecs]
+        for key in ("observation", "achieved_goal", "desired_goal"):
+            np.testing.assert_array_equal(results[0][0][key], results[1][0][key])
+        for a, b in zip(results[0][1:4], results[1][1:4], strict=True):
+            np.testing.assert_array_equal(a, b)
+    for v in vecs:
+        v.close()
+
+
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [

@@ -4,8 +4,8 @@
 * :mod:`~goalenvs.envs.fetch.settings`: the four tasks' defaults (``TASKS``) and the validated settings;
 * :mod:`~goalenvs.envs.fetch.goals`: the pure goal functions (distance, reward, success);
 * :mod:`~goalenvs.envs.fetch.sim`: the model, its indices and the per-env operations on an ``MjData``;
-* :mod:`~goalenvs.envs.fetch.env`: :class:`FetchTask`, the task over N ``MjData`` stepped in threads,
-  and :class:`FetchEnv`, its batch of one;
+* :mod:`~goalenvs.envs.fetch.env`: :class:`FetchTask`, the task over N ``MjData`` stepped in threads
+  (on :mod:`goalenvs.envs.mujoco_task`, shared with the hand), and :class:`FetchEnv`, its batch of one;
 * :mod:`~goalenvs.envs.fetch.vector`: :class:`FetchVectorEnv`, its batch of N.
 """
 

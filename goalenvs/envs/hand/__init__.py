@@ -6,8 +6,8 @@ So far HandReach (Gymnasium-Robotics' ``HandReach-v3``):
 * :mod:`~goalenvs.envs.hand.settings`: HandReach's defaults and its validated settings;
 * :mod:`~goalenvs.envs.hand.goals`: the pure goal functions (reward, success);
 * :mod:`~goalenvs.envs.hand.sim`: the model, its indices and the per-env operations on an ``MjData``;
-* :mod:`~goalenvs.envs.hand.env`: :class:`HandReachTask`, the task over N ``MjData``, and
-  :class:`HandReachEnv`, its batch of one;
+* :mod:`~goalenvs.envs.hand.env`: :class:`HandReachTask`, the task over N ``MjData`` (on
+  :mod:`goalenvs.envs.mujoco_task`, as Fetch's), and :class:`HandReachEnv`, its batch of one;
 * :mod:`~goalenvs.envs.hand.vector`: :class:`HandReachVectorEnv`, its batch of N.
 """
 
