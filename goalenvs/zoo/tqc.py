@@ -1,7 +1,9 @@
 """TQC + HER (sb3-contrib) on every continuous-action id: ``--conf-file goalenvs.zoo.tqc``.
 
 The RL Zoo's values (rl_zoo3 2.9.2 hyperparams/tqc.yml: parking-v0, FetchReach-v1, FetchPush-v1 and
-friends) with our buffer; each Dense id takes its sparse twin's entry (not tuned apart). Long on a
+friends) with our buffer; each Dense id takes its sparse twin's entry (not tuned apart). The RL Zoo
+has no hand settings: HandReach and HandReachDense take the Fetch object tasks' values, not tuned for
+the hand (the HER report, Plappert et al. 2018, trained the hand with the Fetch settings). Long on a
 CPU (docs/training.md); ``tqc_cpu`` is FetchPush sized for one.
 """
 
@@ -35,4 +37,6 @@ _FETCH: dict[str, dict[str, Any]] = {
 hyperparams: dict[str, dict[str, Any]] = {
     "goalenvs/Parking-v0": {**sac.PARKING, "policy_kwargs": {"net_arch": [512, 512, 512], "n_critics": 2}},
     **{f"goalenvs/{task}{dense}-v0": entry for task, entry in _FETCH.items() for dense in ("", "Dense")},
+    # Not tuned for the hand: the Fetch object tasks' values (see the module docstring).
+    **{f"goalenvs/HandReach{dense}-v0": _FETCH_OBJECT for dense in ("", "Dense")},
 }
