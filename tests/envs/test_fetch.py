@@ -39,6 +39,7 @@ import goalenvs  # noqa: E402
 import goalenvs.core  # noqa: E402
 from goalenvs.envs.fetch import TASKS, FetchEnv, fetch_reward, goal_distance, mat2euler  # noqa: E402
 from tests.data.gr_mujoco_shim import register_shimmed_gymnasium_robotics  # noqa: E402
+from tests.envs.mujoco_checks import assert_ids_truncate_themselves_after_50_steps  # noqa: E402
 
 DATA = Path(__file__).parents[1] / "data"
 # Goldens recorded on the installed MuJoCo where there are some (tests/data/record_fetch_golden.py,
@@ -90,17 +91,7 @@ def test_import_goalenvs_does_not_import_mujoco() -> None:
 def test_eight_ids_registered() -> None:
     expected = {f"goalenvs/Fetch{t}{d}-v0" for t in TITLES.values() for d in ("", "Dense")}
     assert set(FETCH_IDS) == expected
-    for env_id in FETCH_IDS:
-        spec = gym.spec(env_id)
-        # The env truncates itself after 50 steps (Gymnasium-Robotics' TimeLimit), so that
-        # compute_truncated agrees with step; no TimeLimit wrapper on top.
-        assert spec.max_episode_steps is None
-        assert spec.kwargs["reward_type"] == ("dense" if "Dense" in env_id else "sparse")
-    env = gym.make(FETCH_IDS[0])
-    assert env.unwrapped.max_steps == 50
-    env.reset(seed=0)
-    flags = [env.step(env.action_space.sample())[2:4] for _ in range(50)]
-    assert flags == [(False, False)] * 49 + [(False, True)]
+    assert_ids_truncate_themselves_after_50_steps(FETCH_IDS)
 
 
 @pytest.mark.parametrize("env_id", FETCH_IDS)

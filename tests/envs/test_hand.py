@@ -22,6 +22,7 @@ if __import__("importlib").util.find_spec("gymnasium_robotics") is None:
 import goalenvs
 from goalenvs.envs.hand import REACH_INITIAL_QPOS, HandReachEnv
 from tests.data.gr_mujoco_shim import register_shimmed_gymnasium_robotics
+from tests.envs.mujoco_checks import assert_ids_truncate_themselves_after_50_steps
 
 HAND_IDS = [e.id for e in goalenvs.ENVS if e.name.startswith("Hand")]
 TOL = 1e-9
@@ -30,15 +31,7 @@ N_SEEDS = 12  # enough to draw every meeting finger and the return-to-start goal
 
 def test_hand_reach_ids_registered() -> None:
     assert set(HAND_IDS) == {"goalenvs/HandReach-v0", "goalenvs/HandReachDense-v0"}
-    for env_id in HAND_IDS:
-        spec = gym.spec(env_id)
-        assert spec.max_episode_steps is None  # the env truncates itself after max_steps = 50
-        assert spec.kwargs["reward_type"] == ("dense" if "Dense" in env_id else "sparse")
-    env = gym.make(HAND_IDS[0])
-    assert env.unwrapped.max_steps == 50
-    env.reset(seed=0)
-    flags = [env.step(env.action_space.sample())[2:4] for _ in range(50)]
-    assert flags == [(False, False)] * 49 + [(False, True)]
+    assert_ids_truncate_themselves_after_50_steps(HAND_IDS)
 
 
 @pytest.fixture
