@@ -14,7 +14,6 @@ import json
 import math
 import os
 import pickle
-import runpy
 import sys
 import zipfile
 from pathlib import Path
@@ -186,29 +185,6 @@ def test_enjoy_rejects_careless_input(
         capsys, lambda: enjoy.main(make(folder)), f"enjoy.py: error: argument {argument}:", fragment
     )
     assert sorted(p.name for p in folder.iterdir()) == before
-
-
-# ------------------------------------------------------------------------------------ standalone scripts
-SCRIPT_MISTAKES = {
-    "fetch-eval-episodes": ("fetch_her.py", ["--eval-episodes", "0"], "--eval-episodes", "integer >= 1"),
-    "fetch-task": ("fetch_her.py", ["--task", "Fly"], "--task", "Reach"),
-    "fetch-seed": ("fetch_her.py", ["--seed", "-1"], "--seed", "integer >= 0"),
-    "fetch-threads": ("fetch_her.py", ["--threads", "0"], "--threads", "integer >= 1"),
-}
-
-
-@pytest.mark.parametrize("case", list(SCRIPT_MISTAKES))
-def test_standalone_scripts_reject_careless_input(
-    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    script, argv, argument, fragment = SCRIPT_MISTAKES[case]
-    if script == "fetch_her.py":
-        pytest.importorskip("mujoco")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(sys, "argv", [script, *argv])
-    run = lambda: runpy.run_path(str(EXAMPLES / script), run_name="__main__")  # noqa: E731
-    expect_usage_error(capsys, run, f"{script}: error: argument {argument}:", fragment)
-    assert list(tmp_path.iterdir()) == []
 
 
 # ------------------------------------------------------------------------------------ checkpoints and resume
