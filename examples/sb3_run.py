@@ -1,21 +1,7 @@
 """A run of ``train.py`` on disk, for ``train.py`` (which writes it) and ``enjoy.py`` (which reads it):
 its ``--conf-file`` and ``run.json``, checked on reading; checkpoints; the success evaluation, its curve,
-TensorBoard events, a GIF.
-
-A ``--conf-file`` is what the RL Zoo takes: a module holding ``hyperparams`` (``goalenvs.zoo.<algo>``,
-the default), a ``.py`` file defining it, or a YAML file; each maps env ids to the RL Zoo's keys. Every
-key is checked before a run writes anything: a number against its range, a word, list or mapping
-against what the algorithm takes; a mistake is one :class:`RunError` line naming the file, the entry
-and the key. Values are plain Python values: the strings the RL Zoo ``eval``s (``"dict(...)"``) are
-not evaluated here, but refused in one line (only ``replay_buffer_class`` names our buffer by a string).
-
-A resumed run is bit for bit the uninterrupted one; stable-baselines3's ``save`` / ``load`` alone is
-not, for four reasons, each handled here: (1) callbacks' ``on_step`` runs before the transition is
-stored, so checkpoints are taken between rollouts; (2) ``load`` resets the envs, so they are pickled
-and loaded with ``force_reset=False``, the buffer with ``truncate_last_traj=False``; (3) ``load``
-re-seeds NumPy, torch and the action space, so their states are put back; (4) ``VecNormalize`` does
-not pickle its running returns, so they are kept too. Not kept: envs that do not pickle (refused when
-the run starts), an Ornstein-Uhlenbeck noise (reset by every ``learn``) and the clocks.
+TensorBoard events, a GIF. docs/training.md says what a ``--conf-file`` may hold and what a bit-for-bit
+resume takes (see "Checkpoints and resume").
 """
 
 from __future__ import annotations
