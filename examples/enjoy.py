@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from runfolder import MANIFEST, ArgumentParser, RunError, RunFolder, integer, run_main
-from sb3_run import ACCEPTED_RUN, OUTPUTS, SCRIPT, algorithms, describe_error, read_run, record
+from runfolder import MANIFEST, ArgumentParser, RunError, RunFolder, describe_error, integer, run_main
+from sb3_run import ACCEPTED_RUN, OUTPUTS, SCRIPT, algorithms, read_run, record
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import VecNormalize

@@ -42,6 +42,7 @@ from runfolder import (
     add_settings,
     check_settings,
     csv_text,
+    describe_error,
     integer,
     run_main,
     setting,
@@ -370,9 +371,8 @@ def unreadable(dataset_id: str, exc: BaseException) -> RunError:
     """The one-line error for a dataset whose files cannot be read."""
     from minari.storage import get_dataset_path
 
-    first = (str(exc).strip().splitlines() or [""])[0][:200]
     return RunError(
-        f"--dataset: {dataset_id} cannot be read ({type(exc).__name__}: {first}); its files in "
+        f"--dataset: {dataset_id} cannot be read ({describe_error(exc)}); its files in "
         f"{get_dataset_path(dataset_id) / 'data'} are damaged: record or download it again"
     )
 

@@ -1,6 +1,5 @@
 """The run folder of train.py, her_ddpg.py and offline_her.py (its rules and each one's test are in
-docs/failures.md), and what else they share: settings and their checks, CSV, TensorBoard, one-line exits.
-her_ddpg.py's torchrun workers are workers.py's."""
+docs/failures.md), and what else they share: settings and their checks, CSV, TensorBoard, one-line exits."""
 
 from __future__ import annotations
 
@@ -38,6 +37,12 @@ CHECKPOINTS, CHECKPOINT_MANIFEST = "checkpoints", "MANIFEST.json"
 
 class RunError(Exception):
     """A problem the user can act on, said in one line (the scripts exit with status 2)."""
+
+
+def describe_error(exc: BaseException) -> str:
+    """An exception as one short line: its type and the first line of its message."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return f"{type(exc).__name__}: {first if len(first) <= 300 else first[:297] + '...'}"
 
 
 # ---------------------------------------------------------------------------------------- settings
@@ -160,8 +165,7 @@ def read_json(path: Path, option: str, script: str, fix: str) -> Any:
             f"{option}: {path.parent} has no {path.name}; accepted: an output folder of {script}"
         ) from None
     except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8
-        first = (str(exc).strip().splitlines() or [""])[0][:300]
-        raise RunError(f"{option}: {path} is not valid JSON ({type(exc).__name__}: {first}); {fix}") from None
+        raise RunError(f"{option}: {path} is not valid JSON ({describe_error(exc)}); {fix}") from None
 
 
 def folder_path(text: str) -> Path:
@@ -491,11 +495,10 @@ class RunFolder:
             self.written.add(name)
             self.write_manifest()
 
-    def write(self, name: str, data: bytes | str) -> Path:
+    def write(self, name: str, data: bytes | str) -> None:
         """Write the top-level file ``name`` atomically (recorded in the manifest first)."""
         self.record(name)
         write_atomic(self.path / name, data)
-        return self.path / name
 
     def remove_temporaries(self) -> None:
         """Remove the temporaries of :func:`write_atomic` that a killed process left (we hold the lock)."""

@@ -86,7 +86,7 @@ def load_hyperparams(conf: str, option: str) -> tuple[str, dict[str, Any]]:
             namespace = vars(importlib.import_module(conf))
     except Exception as exc:  # whatever the file or module raises
         raise RunError(
-            f"{option}: cannot load {name} ({describe_error(exc)}); accepted: {CONF_ACCEPTED}"
+            f"{option}: cannot load {name} ({runfolder.describe_error(exc)}); accepted: {CONF_ACCEPTED}"
         ) from None
     entries = namespace.get("hyperparams")
     if not isinstance(entries, dict):
@@ -135,12 +135,6 @@ HER_RANGES = {"n_sampled_goal": Range(int, 0)}
 # Keys this script reads itself; the others go to the algorithm's constructor (those it sets itself excepted).
 OWN_KEYS = ("n_timesteps", "n_envs", "env_kwargs", "normalize", "noise_std", "noise_type")
 SET_HERE = ("env", "seed", "device", "verbose", "_init_setup_model", "action_noise")
-
-
-def describe_error(exc: BaseException) -> str:
-    """An exception as one short line: its type and the first line of its message."""
-    first = (str(exc).strip().splitlines() or [""])[0]
-    return f"{type(exc).__name__}: {first if len(first) <= 300 else first[:297] + '...'}"
 
 
 def not_accepted(where: str, key: str, value: Any, accepted: str) -> RunError:
