@@ -3,14 +3,10 @@
     python examples/offline_her.py record --policy runs/FetchReach-v0_ddpg_s0 --dataset goalenvs/fetchreach/ddpg-mixed-v0
     python examples/offline_her.py train --dataset goalenvs/fetchreach/ddpg-mixed-v0 --output runs/FetchReach-v0_offline
 
-``record`` plays a ``her_ddpg.py`` run's greedy policy, then a noisy one (by default with the run's
-own exploration noise), and writes the episodes, infos kept, as a Minari dataset. ``train`` reads a
-local goal-conditioned Minari dataset (ours, or D4RL's PointMaze / AntMaze; nothing is downloaded)
-into a ``her.HerStorage`` with 'future' relabelling and trains TD3+BC (Fujimoto and Gu, 2021: TD3
-whose actor loss adds ``(pi(s, g) - a)^2`` to ``-lambda Q``, ``lambda = alpha / mean|Q|``), evaluating
-the greedy policy on fresh episodes. It writes ``config.json``, ``commands.txt``, ``eval.csv`` and
-``policy.pt`` to ``--output``; no checkpoints: a stopped run starts over. A mistake or a damaged
-dataset ends with one line and exit status 2.
+``record`` plays a ``her_ddpg.py`` run's greedy policy, then a noisy one, into a Minari dataset.
+``train`` reads a local goal-conditioned Minari dataset into a ``her.HerStorage`` with 'future'
+relabelling and trains TD3+BC (Fujimoto and Gu, 2021) on it; no checkpoints: a stopped run starts
+over. docs/training.md ("Offline: Minari datasets") says what each command writes and accepts.
 """
 
 from __future__ import annotations

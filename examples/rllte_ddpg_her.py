@@ -3,11 +3,9 @@
     python examples/rllte_ddpg_her.py [--env goalenvs/BitFlip-v0] [--env-kwargs '{"n_bits": 5, "continuous": true}']
                                       [--steps 4000] [--num-envs 2] [--num-goals 4] [--seed 0]
 
-Needs rllte-core 1.0.1 (``pip install --no-deps rllte-core`` and what its agents import: termcolor,
-pynvml, matplotlib, torchvision). rllte's ``OffPolicyAgent.train`` runs unmodified; what rllte 1.0.1
-lacks for a goal env under Gymnasium 1.x is done here (docs/her.md, "With rllte", says why): the env
-wrapper :class:`TorchGoalVectorEnv`, :class:`GoalObs`, and rllte's own Dict encoder and storage
-while DDPG is built. Logs go under ``--workdir``; it prints the deterministic policy's success rate.
+Needs rllte-core 1.0.1, installed as docs/her.md ("With rllte") says, which also says what this script
+does for rllte under Gymnasium 1.x. rllte's ``OffPolicyAgent.train`` runs unmodified. Logs go under
+``--workdir``; it prints the deterministic policy's success rate.
 """
 
 from __future__ import annotations

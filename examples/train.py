@@ -7,12 +7,8 @@
     python examples/train.py --resume runs/FetchPush-v0_tqc_s0                # goes on from the last one
 
 Hyperparameters come from ``goalenvs.zoo.<algo>`` (the RL Zoo's ``--conf-file``, so the same settings
-run under ``python -m rl_zoo3.train``; checked by ``sb3_run.py``); options override them. ``--output``
-(default ``runs/<env>_<algo>_s<seed>``) gets ``model.zip``, ``run.json``, ``eval.csv`` and its plot
-``success.png`` (the deterministic policy's success), ``vecnormalize.pkl`` and ``policy.gif`` where
-they apply, and the checkpoints of ``--save-freq`` / ``--stop-at``, which ``--resume`` goes on from bit
-for bit (``sb3_run.py``). The folder follows ``runfolder.py``'s rules. A mistake or a damaged file ends
-with one line and exit status 2, Ctrl-C or SIGTERM with one line saying where to resume from (130).
+run under ``python -m rl_zoo3.train``); options override them. docs/training.md says what the output
+folder holds, how ``--resume`` goes on bit for bit from a checkpoint, and how a mistake ends (one line).
 """
 
 from __future__ import annotations
