@@ -28,6 +28,7 @@ from typing import Any
 import cloudpickle
 import gymnasium as gym
 import numpy as np
+import sb3_run
 import torch
 from gymnasium import spaces
 from native_vec_env import make_training_envs
@@ -44,23 +45,7 @@ from runfolder import (
     summary_writer,
     tensorboard_folder,
 )
-from sb3_run import (
-    OUTPUTS,
-    SCRIPT,
-    EvalSuccess,
-    StopTraining,
-    algorithms,
-    check_hyperparams,
-    checkpoint_files,
-    evaluate_entry,
-    load_checkpoint,
-    load_hyperparams,
-    log_to_tensorboard,
-    model_bytes,
-    not_accepted,
-    read_run,
-    record,
-)
+from sb3_run import OUTPUTS, SCRIPT
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
 from stable_baselines3.common.noise import NormalActionNoise
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -112,7 +97,7 @@ def build_parser() -> ArgumentParser:
     )
     add = parser.add_argument
     add("--env", help=f"a goal env id (default {DEFAULT_ENV})")
-    add("--algo", choices=sorted(algorithms()), help="default: dqn for BitFlip, tqc otherwise")
+    add("--algo", choices=sorted(sb3_run.algorithms()), help="default: dqn for BitFlip, tqc otherwise")
     add("--timesteps", type=integer(1), help="default: n_timesteps of the hyperparameter file")
     add("--seed", type=integer(0, 2**32 - 1), help="default 0")
     add("--n-envs", type=integer(1), help="parallel envs (default: the file's, else 1)")
@@ -186,11 +171,13 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
             f"argument --env: unknown env {env_id!r}; goalenvs ids: {[e.id for e in goalenvs.ENVS]}"
         )
     algo = args.algo or DEFAULT_ALGO.get(env_id, "tqc")
-    if algo not in algorithms():
+    if algo not in sb3_run.algorithms():
         raise RunError(
-            f"argument --algo: {algo!r} is not available here (choices {sorted(algorithms())}; tqc needs sb3-contrib)"
+            f"argument --algo: {algo!r} is not available here (choices {sorted(sb3_run.algorithms())}; tqc needs sb3-contrib)"
         )
-    conf_name, entries = load_hyperparams(args.conf_file or f"goalenvs.zoo.{algo}", "argument --conf-file")
+    conf_name, entries = sb3_run.load_hyperparams(
+        args.conf_file or f"goalenvs.zoo.{algo}", "argument --conf-file"
+    )
     entry = entries.get(env_id)
     if entry is not None and not isinstance(entry, dict):
         raise RunError(
@@ -199,7 +186,7 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
     where = f"argument --conf-file: {conf_name}, entry {env_id!r}, key"
     file_kwargs = (entry or {}).get("env_kwargs") or {}
     if not isinstance(file_kwargs, dict):
-        raise not_accepted(where, "env_kwargs", file_kwargs, "a mapping of the env's arguments")
+        raise sb3_run.not_accepted(where, "env_kwargs", file_kwargs, "a mapping of the env's arguments")
     env_kwargs = {**file_kwargs, **(args.env_kwargs or {})}
     check_goal_env(env_id, env_kwargs).close()
     if entry is None:
@@ -207,7 +194,7 @@ def resolve_new_run(args: argparse.Namespace) -> dict[str, Any]:
             f"argument --algo: {conf_name} has no entry for {env_id!r} (entries: {sorted(entries)}); "
             "pass another --algo or --conf-file"
         )
-    entry = check_hyperparams(entry, algo, algorithms()[algo], where)
+    entry = sb3_run.check_hyperparams(entry, algo, sb3_run.algorithms()[algo], where)
     if args.timesteps is None and "n_timesteps" not in entry:
         raise RunError(f"argument --timesteps: required, as {conf_name} gives no n_timesteps for {env_id}")
     timesteps = args.timesteps or entry["n_timesteps"]
@@ -250,7 +237,7 @@ def resolve_resume(args: argparse.Namespace) -> dict[str, Any]:
             "algo, seed and hyperparameters in its run.json); accepted with it: --timesteps, --stop-at, "
             "--save-freq, --device, --threads, --no-progress, --no-gif, --tensorboard"
         )
-    run = read_run(args.resume, "argument --resume")
+    run = sb3_run.read_run(args.resume, "argument --resume")
     file, option = args.resume / "run.json", "argument --tensorboard"
     recorded = tensorboard_folder(run.get("tensorboard"), args.tensorboard, option, "argument --resume", file)
     run["tensorboard"] = None if recorded is None else str(recorded)
@@ -269,7 +256,7 @@ def settings(run: Mapping[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------- the run
 def build_model(run: dict[str, Any], device: str) -> OffPolicyAlgorithm:
     """The algorithm of a new run; what its constructor refuses is one line naming the hyperparameter file."""
-    params = evaluate_entry(run["hyperparams"])
+    params = sb3_run.evaluate_entry(run["hyperparams"])
     normalize = params.pop("normalize", False)
     for key in ("n_timesteps", "n_envs", "env_kwargs"):
         params.pop(key, None)
@@ -286,7 +273,7 @@ def build_model(run: dict[str, Any], device: str) -> OffPolicyAlgorithm:
             params["action_noise"] = NormalActionNoise(np.zeros(n), noise_std * np.ones(n))
             params.pop("noise_type", None)
         policy = params.pop("policy", "MultiInputPolicy")
-        return algorithms()[run["algo"]](
+        return sb3_run.algorithms()[run["algo"]](
             policy,
             env,
             replay_buffer_class=HerReplayBuffer,
@@ -355,7 +342,7 @@ def open_resumed(
                 f"argument --stop-at: {args.stop_at} is not between the checkpoint's {done} steps and "
                 f"the run's {total}; accepted: {done + 1} to {total - 1}"
             )
-        model, state = load_checkpoint(checkpoint, algorithms()[run["algo"]], device, run)
+        model, state = sb3_run.load_checkpoint(checkpoint, sb3_run.algorithms()[run["algo"]], device, run)
     except BaseException:
         folder.close()
         raise
@@ -386,7 +373,7 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
         writer = summary_writer(run["tensorboard"], args.tensorboard, folder.path, purge)
         if writer is not None:
             run["tensorboard"] = writer.log_dir
-            log_to_tensorboard(model, writer)
+            sb3_run.log_to_tensorboard(model, writer)
         try:
             return _learn(folder, model, run, state, args, argv)
         finally:
@@ -414,13 +401,13 @@ def _learn(
     def save() -> None:  # the model, and what else a checkpoint keeps: the curve and its clocks
         checkpoint = folder.save_checkpoint(
             model.num_timesteps,
-            checkpoint_files(model, {"eval": eval_cb.state()}),
+            sb3_run.checkpoint_files(model, {"eval": eval_cb.state()}),
             {"timesteps": model.num_timesteps, "settings": settings(run)},
         )
         run["checkpoint"], run["checkpoint_timesteps"] = f"checkpoints/{checkpoint.path.name}", checkpoint.tag
         write_run(folder, run)  # names it, for information: --resume loads the latest whole checkpoint
 
-    eval_cb = EvalSuccess(run, folder.write, save, args.stop_at)
+    eval_cb = sb3_run.EvalSuccess(run, folder.write, save, args.stop_at)
     if state is not None:
         eval_cb.restore(state["eval"])
     write_run(folder, run)
@@ -450,7 +437,7 @@ def _learn(
             f"buffer_size of {run['conf_file']}, entry {run['env']!r}: {str(exc).removeprefix('Unable to sample: ')}; "
             f"start again with --output {out} --force"
         ) from None
-    except StopTraining:
+    except sb3_run.StopTraining:
         if not args.no_progress:
             callbacks[-1].on_training_end()  # closes the bar
         run.update(status="stopped", timesteps=model.num_timesteps)
@@ -463,7 +450,7 @@ def _learn(
         return float("nan")
     if not eval_cb.rows or eval_cb.rows[-1]["timesteps"] != model.num_timesteps:
         eval_cb.evaluate()  # the final point of the curve is the trained agent
-    folder.write("model.zip", model_bytes(model))
+    folder.write("model.zip", sb3_run.model_bytes(model))
     normalizer = model.get_vec_normalize_env()
     if normalizer is not None:
         folder.write("vecnormalize.pkl", pickle.dumps(normalizer))
@@ -482,7 +469,9 @@ def _learn(
     renders = "rgb_array" in gym.make(run["env"], **run["env_kwargs"]).metadata.get("render_modes", [])
     if renders and not args.no_gif:
         folder.record("policy.gif")
-        record(model, run["env"], run["env_kwargs"], out / "policy.gif", n_episodes=3, seed=run["seed"])
+        sb3_run.record(
+            model, run["env"], run["env_kwargs"], out / "policy.gif", n_episodes=3, seed=run["seed"]
+        )
     print(
         f"{run['env']} {run['algo']}+HER: success rate {final['success_rate']:.1%} over {run['eval_episodes']} "
         f"episodes after {model.num_timesteps} steps ({run['wall_time_s'] / 60:.1f} min); outputs in {out}"
