@@ -19,8 +19,6 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from goalenvs.core import env_info
 
-__all__ = ["NativeVecEnv", "make_training_envs"]
-
 # The vector envs trained through NativeVecEnv: those whose physics is worth threads.
 NATIVE_TRAINING = ("goalenvs.envs.fetch:FetchVectorEnv",)
 

@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
-import nets
 import numpy as np
 import torch
 from gymnasium import spaces
-from nets import MLP, Normalizer, Policy, net_input, run_episodes
+from nets import MLP, Normalizer, Policy, load_policy, net_input, run_episodes
 from runfolder import (
     ArgumentParser,
     Range,
@@ -117,7 +116,7 @@ def record(args: argparse.Namespace) -> None:
             f"choose another id, or delete it first (minari delete {args.dataset})"
         )
     torch.set_num_threads(args.threads)
-    greedy, run = nets.load_policy(args.policy)
+    greedy, run = load_policy(args.policy)
     noise_eps = run["noise_eps"] if args.noise_eps is None else args.noise_eps  # the run's own by default
     random_eps = run["random_eps"] if args.random_eps is None else args.random_eps
     env_id = run["env_id"]

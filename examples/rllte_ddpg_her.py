@@ -100,11 +100,10 @@ class TorchGoalVectorEnv:
             zeros = np.zeros(self.num_envs)
             infos["episode"] = {"r": zeros, "l": zeros.astype(np.int64), "t": zeros}
 
-        def flags(values: np.ndarray) -> th.Tensor:
+        def tensor(values: np.ndarray) -> th.Tensor:
             return th.as_tensor(values, dtype=th.float32, device=self.device)
 
-        rewards_t = th.as_tensor(rewards, dtype=th.float32, device=self.device)
-        return self._obs(obs), rewards_t, flags(terminated), flags(truncated), infos
+        return self._obs(obs), tensor(rewards), tensor(terminated), tensor(truncated), infos
 
     def close(self) -> None:
         self.env.close()

@@ -151,9 +151,8 @@ def check_goal_env(env_id: str, env_kwargs: dict[str, Any]) -> gym.Env:
         raise RunError(f"argument --env-kwargs: {env_id} with {env_kwargs}: {exc}") from None
     obs_space = env.observation_space
     keys = {"observation", "achieved_goal", "desired_goal"}
-    if not (isinstance(obs_space, spaces.Dict) and keys <= set(obs_space.spaces)) or not hasattr(
-        env.unwrapped, "compute_reward"
-    ):
+    goal_obs = isinstance(obs_space, spaces.Dict) and keys <= set(obs_space.spaces)
+    if not goal_obs or not hasattr(env.unwrapped, "compute_reward"):
         env.close()
         raise RunError(
             f"argument --env: {env_id!r} is not a goal env (HER needs a Dict observation with observation, "
