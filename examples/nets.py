@@ -41,7 +41,6 @@ class Normalizer:
         return {key: getattr(self, key) for key in self.STATE}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """The statistics of ``state`` (older checkpoints also hold eps and clip: the run's settings win)."""
         for key in self.STATE:
             setattr(self, key, state[key])
 

@@ -74,10 +74,8 @@ def _minari(dataset_id: str | None = None) -> Any:
 
 # ---------------------------------------------------------------------------------------- recording
 def collector(env: gym.Env) -> Any:
-    """``minari.DataCollector`` of ``env`` that keeps every step's info (every goalenvs id's reset info
-    has its step info's keys, as Minari requires with ``record_infos=True``), but for the
-    ``"TimeLimit.truncated"`` that importing rl_zoo3 makes Gymnasium's TimeLimit add at time-limit steps
-    only: Minari refuses an episode whose infos change keys, and ``truncations`` holds the same flag."""
+    """``minari.DataCollector`` of ``env`` that keeps every step's info but the ``"TimeLimit.truncated"``
+    that importing rl_zoo3 adds at time-limit steps only, which Minari refuses (docs/training.md)."""
     minari = _minari()
 
     class WithoutTimeLimitKey(minari.StepDataCallback):  # type: ignore[name-defined]

@@ -106,8 +106,7 @@ def evaluate_entry(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 # The accepted values of every numeric or boolean key of a hyperparameter entry (the RL Zoo's keys that
-# the stable-baselines3 and sb3-contrib algorithms take), checked before anything is written: a typo
-# (gamma 5, a negative learning rate) is one line naming the file and key, not a failure mid-run.
+# the stable-baselines3 and sb3-contrib algorithms take), checked before anything is written.
 _UNIT = Range(float, 0.0, 1.0)
 _POSITIVE = Range(float, 0.0, low_open=True)
 HYPERPARAM_RANGES: dict[str, Range | type] = {
