@@ -117,7 +117,7 @@ def build_parser() -> ArgumentParser:
     add("--no-progress", action="store_true", help="no progress bar")
     add("--no-gif", action="store_true", help="skip recording a GIF of the trained policy")
     add("--tensorboard", type=folder_path, metavar="DIR", help="TensorBoard events in DIR/<run name>_<N>")
-    return parser  # fmt: skip
+    return parser
 
 
 # ---------------------------------------------------------------------------------------- validation
