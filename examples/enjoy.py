@@ -46,8 +46,10 @@ def load(run_dir: Path) -> tuple[BaseAlgorithm, dict]:
         try:
             return load(where / name)
         except Exception as exc:  # unpickling and torch can raise almost anything on foreign content
-            raise RunError(f"{where / name} does not fit the run in {run_dir} ({describe_error(exc)}); "
-                           "was it copied from another run?") from None  # fmt: skip
+            raise RunError(
+                f"{where / name} does not fit the run in {run_dir} ({describe_error(exc)}); "
+                "was it copied from another run?"
+            ) from None
 
     env = make_vec_env(run["env"], n_envs=1, env_kwargs=run["env_kwargs"])  # a HER model loads with its env
     if (where / "vecnormalize.pkl").exists():  # the observation statistics the policy was trained with
