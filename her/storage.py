@@ -6,14 +6,15 @@ observation is stored **once**: the next observation of step ``t`` is the observ
 in the next row, and an episode's final observation is kept in a table of episodes (slot: first row,
 length, env, final observation). For 50-step episodes this halves the memory of ``obs`` + ``next_obs``.
 
-Each entry holds its episode's slot once the episode has ended (-1 before). Overwriting a row of an
-episode takes the whole episode out of the samples (its entries become ``-2 - slot``); its slot is
-freed when its last row is overwritten. Sampling draws entries uniformly among those written and
+Each entry holds its episode's slot once the episode has ended (-1 before). When a write reaches an
+episode's first row, the whole episode leaves the samples (its entries become ``-2 - slot``); its slot
+is freed when its last row is overwritten. Sampling draws entries uniformly among those written and
 keeps those with a slot: uniform over the transitions of the complete episodes still whole, O(batch).
 """
 
 from __future__ import annotations
 
+import cmath
 import math
 import operator
 import threading
@@ -97,7 +98,8 @@ class HerStorage:
         self.info_specs = {k: (tuple(s), np.dtype(d)) for k, (s, d) in given.items()} if given else None
         self.info_keys: tuple[str, ...] = tuple(info_keys or ())
         self._lock = threading.Lock()
-        # A step's arrays, in _store's order: observations, action, reward, two flags, next observations.
+        # A step's arrays, in the order _checked returns them: observations, action, reward, the two
+        # flags, next observations.
         obs = [(f"observations[{key!r}]", spec) for key, spec in self.obs_specs.items()]
         fields = [*obs, ("actions", self.action_spec), ("rewards", ((), np.dtype(np.float32)))]
         fields += [("terminateds", ((), np.dtype(bool))), ("truncateds", ((), np.dtype(bool))), *obs]
@@ -201,7 +203,10 @@ class HerStorage:
         self._table = np.zeros((FIRST_TABLE_SIZE, 3), np.int64)  # per slot: first row, length, env
         self._finals = {key: np.zeros((FIRST_TABLE_SIZE, *s), d) for key, (s, d) in self.obs_specs.items()}
         self._free = list(range(FIRST_TABLE_SIZE - 1, -1, -1))  # free slots (pop: the lowest)
-        self._ends: dict[int, list[int]] = {}  # per row, the slots of the episodes that end there
+        # Per row, the slots of the sampleable episodes that begin there, and of the episodes that end
+        # there: a write reaching the row takes the first out of the samples and frees the second.
+        self._starts: dict[int, list[int]] = {}
+        self._ends: dict[int, list[int]] = {}
         # Per env: the step count at which the unfinished episode began (its length is _steps - _begin),
         # the longest episode that outgrew the ring, the next observation given with the latest step.
         self._begin, self._outgrown = np.zeros(n, np.int64), np.zeros(n, np.int64)
@@ -221,7 +226,9 @@ class HerStorage:
 
     def __getstate__(self) -> dict[str, Any]:
         state = {
-            k: v for k, v in self.__dict__.items() if k not in ("_lock", "_targets", "_slots", "_obs_values")
+            k: v
+            for k, v in self.__dict__.items()
+            if k not in ("_lock", "_targets", "_slots", "_obs_values", "_starts")
         }
         state["_data"] = {name: array[: self.num_transitions] for name, array in self._data.items()}
         if not self.pickle_functions:
@@ -241,6 +248,9 @@ class HerStorage:
             self._data[name][: len(array)] = array
         self._data["slot"][len(stored["slot"]) :] = -1
         self._prepare()
+        self._starts = {}  # rebuilt from the entries: the sampleable episodes' first rows
+        for slot in np.unique(self._slots[self._slots >= 0]).tolist():
+            self._starts.setdefault(int(self._table[slot, 0]), []).append(slot)
 
     # ------------------------------------------------------------------ reading
     @property
@@ -341,7 +351,29 @@ class HerStorage:
         the stored dtype and an integer action space hold; finite as stored, with ``check_finite``):
         a bad one raises ``ValueError`` or ``TypeError`` naming it, and nothing of the step is stored.
         """
-        self._store(observations, actions, rewards, terminateds, truncateds, infos, next_observations, None)
+        self._enter("add")
+        try:
+            values = self._checked(
+                None, observations, actions, rewards, terminateds, truncateds, next_observations
+            )
+            k, p = len(self.obs_specs), self.pos
+            term, trunc, next_obs = values[k + 2], values[k + 3], values[k + 4 :]
+            # A step's few flags: tolist, a third of the time of a numpy call.
+            done = term | trunc if any(term.tolist()) or any(trunc.tolist()) else None
+            self._check_finite(values, next_obs, done)
+            kept = self._kept_infos(infos, None) if self.info_keys or self.copy_info_dict else {}
+            if self.full:
+                self._overwrite(p, 1)
+            # zip stops at the k + 4 targets: observations to flags (no slice: an add is ~40 such steps).
+            for target, value in zip(self._targets, values, strict=False):
+                target[p] = value
+            for pending, value in zip(self._pending.values(), next_obs, strict=False):
+                pending[...] = value  # a copy: the caller may change its arrays
+            for name, value in kept.items():
+                self._grid(name)[p] = value
+            self._advance(1, done, next_obs)
+        finally:
+            self._lock.release()
 
     def extend(
         self,
@@ -356,7 +388,32 @@ class HerStorage:
         """Store ``m`` consecutive steps of every env: ``m`` calls of :meth:`add` as one, shapes
         ``(m, n_envs, ...)`` (axes of length 1 may be left out), ``infos`` None or ``m`` per-step infos."""
         m = len(rewards) if hasattr(rewards, "__len__") else 1
-        self._store(observations, actions, rewards, terminateds, truncateds, infos, next_observations, m)
+        self._enter("extend")
+        try:
+            arrays = (observations, actions, rewards, terminateds, truncateds, next_observations)
+            values, k = self._checked(m, *arrays), len(self.obs_specs)
+            term, trunc, next_obs = values[k + 2], values[k + 3], values[k + 4 :]
+            done = (term | trunc).reshape(m, self.n_envs) if term.any() or trunc.any() else None
+            self._check_finite(values, next_obs, done)
+            targets, values = self._targets, values[: k + 4]
+            if self.info_keys or self.copy_info_dict:
+                kept = self._kept_infos(infos, m)
+                targets, values = [*targets, *map(self._grid, kept)], [*values, *kept.values()]
+            start = 0
+            while start < m:  # blocks up to the ring's end
+                p, rows = self.pos, min(m - start, self.steps_per_env - self.pos)
+                block = slice(start, start + rows)
+                if self.full:
+                    self._overwrite(p, rows)
+                for target, value in zip(targets, values, strict=True):
+                    target[p : p + rows] = value[block]
+                last = [value[start + rows - 1] for value in next_obs]
+                for pending, value in zip(self._pending.values(), last, strict=True):
+                    pending[...] = value
+                self._advance(rows, None if done is None else done[block], [v[block] for v in next_obs])
+                start += rows
+        finally:
+            self._lock.release()
 
     def _enter(self, method: str) -> None:
         # One thread at a time (a non-blocking lock): two threads writing one storage would interleave
@@ -367,81 +424,53 @@ class HerStorage:
                 "one HerStorage is not thread-safe: give each thread its own, or a lock around its calls"
             )
 
-    def _store(
-        self, obs: Any, actions: Any, rewards: Any, term: Any, trunc: Any, infos: Any, nxt: Any, m: int | None
-    ) -> None:
-        """Check, then write, one step (``m`` None) or a block of ``m`` steps."""
-        self._enter("add" if m is None else "extend")
+    def _checked(self, m: int | None, *arrays: Any) -> list[np.ndarray]:
+        """The step's arrays (observations, action, reward, two flags, next observations), each of
+        exactly its field's shape (with the leading ``(n_envs,)`` or ``(m, n_envs)``) and dtype."""
+        obs, nxt, keys = arrays[0], arrays[-1], self.obs_specs.keys()
+        if not (type(obs) is dict and type(nxt) is dict and obs.keys() == keys and nxt.keys() == keys):
+            specs.check_keys(obs, self.obs_specs, "observations")
+            specs.check_keys(nxt, self.obs_specs, "next_observations")
+        values = [*self._obs_values(obs), *arrays[1:-1], *self._obs_values(nxt)]
+        n, k = self.n_envs, len(keys)
+        wanted = self._step_specs if m is None else tuple(((m, n, *s), d) for s, d in self._specs)
+        # A training run's steps have exactly the spaces' shapes and dtypes: one comparison of them all.
         try:
-            n, k, keys = self.n_envs, len(self.obs_specs), self.obs_specs.keys()
-            if not (type(obs) is dict and type(nxt) is dict and obs.keys() == keys and nxt.keys() == keys):
-                specs.check_keys(obs, self.obs_specs, "observations")
-                specs.check_keys(nxt, self.obs_specs, "next_observations")
-            arrays = [*self._obs_values(obs), actions, rewards, term, trunc, *self._obs_values(nxt)]
-            labels = self._labels
-            wanted = self._step_specs if m is None else tuple(((m, n, *s), d) for s, d in self._specs)
-            # A training run's steps all have exactly the spaces' shapes and dtypes: one comparison of
-            # them all instead of the full check of each array (which costs more than the write).
-            try:
-                usual = tuple(map(SHAPE_AND_DTYPE, arrays)) == wanted and self.action_bounds is None
-            except AttributeError:  # not arrays
-                usual = False
-            if not usual:
-                text, axis = "n_envs={}" if m is None else f"steps={m}, n_envs={{}}", int(m is not None)
-                kinds = [None] * (k + 2) + ["biu", "biu"] + [None] * k  # flags: integers too (nonzero: True)
-                bounds = [None] * k + [self.action_bounds] + [None] * (k + 3)  # integer actions: in the space
-                cases = zip(arrays, labels, wanted, bounds, kinds, strict=True)
-                arrays = [
-                    checked(a, *spec, label, text, False, b, kind, axis) for a, label, spec, b, kind in cases
-                ]
-            terminated, truncated = arrays[k + 2], arrays[k + 3]
-            if m is None:  # a step's (n_envs,) flags: tolist, a third of a numpy call
-                ends = any(terminated.tolist()) or any(truncated.tolist())
-            else:
-                ends = bool(np.count_nonzero(terminated) or np.count_nonzero(truncated))
-            done = (terminated | truncated).reshape(-1) if ends else None
-            if self.check_finite:
-                self._check_finite(arrays, wanted, m, done)
-            targets, values, next_obs = self._targets, arrays[: k + 4], arrays[k + 4 :]
-            if self.info_keys or self.copy_info_dict:
-                lead = (n,) if m is None else (m, n)
-                kept = {
-                    name: a.reshape(*lead, *a.shape[1:]) for name, a in self._kept_infos(infos, m).items()
-                }
-                targets, values = [*targets, *map(self._grid, kept)], [*values, *kept.values()]
-            if m is None:
-                self._write(1, targets, values, next_obs, done, block=False)
-            for start in range(0, m or 0, self.steps_per_env):  # blocks of T steps at most: a row once each
-                chunk = slice(start, start + self.steps_per_env)
-                ended = None if done is None else done.reshape(-1, n)[chunk].reshape(-1)
-                chunks = [a[chunk] for a in values], [a[chunk] for a in next_obs]
-                self._write(len(chunks[1][0]), targets, *chunks, ended, block=True)
-        finally:
-            self._lock.release()
+            usual = self.action_bounds is None and tuple(map(SHAPE_AND_DTYPE, values)) == wanted
+        except AttributeError:  # not arrays
+            usual = False
+        if not usual:
+            lead, axis = "n_envs={}" if m is None else f"steps={m}, n_envs={{}}", int(m is not None)
+            kinds = [None] * (k + 2) + ["biu", "biu"] + [None] * k  # flags: integers too (nonzero: True)
+            bounds = [None] * k + [self.action_bounds] + [None] * (k + 3)  # integer actions: in the space
+            cases = zip(values, self._labels, wanted, bounds, kinds, strict=True)
+            values = [
+                checked(a, *spec, label, lead, False, b, kind, axis) for a, label, spec, b, kind in cases
+            ]
+        return values
 
-    def _check_finite(self, arrays: list[Any], wanted: tuple[Spec, ...], m: int | None, done: Any) -> None:
-        """Raise unless the float values stored are finite (as stored: 1e300 is inf in float32).
-
-        Next observations are stored only where an episode ends: only there must they be finite.
-        """
-        # One sum of all the float values: finite only if each is (or a false alarm from an overflow of
-        # huge ones, which the exact test of each array then lets pass). Few values are summed as Python
-        # floats (tolist), a third of a numpy sum: ~2 us of the ~13 us of an add.
-        floats = [arrays[i] for i in self._float_fields]
-        total = sum([sum(a.ravel().tolist()) if a.size < 256 else a.sum() for a in floats])
-        if not math.isfinite(total):
-            for i in self._float_fields:
-                checked(arrays[i], *wanted[i], self._labels[i], "", True, env_axis=int(m is not None))
-        k = len(self.obs_specs)
-        for label, value in (
-            zip(self._labels[k + 4 :], arrays[k + 4 :], strict=True) if done is not None else ()
-        ):
-            bad = non_finite_rows(value.reshape(len(done), -1)[done])  # stored only where episodes end
+    def _check_finite(self, values: list[np.ndarray], next_obs: list[np.ndarray], done: Any) -> None:
+        """With ``check_finite``, raise (naming the array and the envs) unless every float value stored is
+        finite as stored (1e300 is inf in float32); next observations are stored only where episodes
+        end (``done``), so only there must they be finite."""
+        if not self.check_finite:
+            return
+        # One sum of the floats (few: as Python floats) is finite only if each is; a false alarm (an
+        # overflow of huge values) passes the exact check of each array.
+        floats = [values[i] for i in self._float_fields]
+        if not cmath.isfinite(sum([sum(a.ravel().tolist()) if a.size < 256 else a.sum() for a in floats])):
+            for i, a in zip(self._float_fields, floats, strict=True):
+                env_axis = a.ndim - 1 - len(self._specs[i][0])
+                checked(a, a.shape, a.dtype, self._labels[i], "", True, env_axis=env_axis)
+        labels = self._labels[len(self.obs_specs) + 4 :]
+        for label, value in zip(labels, next_obs, strict=True) if done is not None else ():
+            bad = non_finite_rows(value.reshape(done.size, -1)[done.reshape(-1)])
             if bad:
                 raise specs.non_finite(label, (np.flatnonzero(done) % self.n_envs)[bad])
 
     def _kept_infos(self, infos: Any, m: int | None) -> dict[str, np.ndarray]:
-        """The info columns (and, with ``copy_info_dict``, the info dicts) of one step or a block."""
+        """The info columns (and, with ``copy_info_dict``, the info dicts) of one step or a block,
+        ``{array name: (n_envs, ...) or (m, n_envs, ...)}``."""
         steps = [infos] if m is None else (list(infos) if infos is not None else [None] * m)
         if len(steps) != (m or 1):
             raise ValueError(f"infos must hold one entry per step ({m}), got {len(steps)}")
@@ -463,83 +492,70 @@ class HerStorage:
         for key, (shape, _) in (self.info_specs or {}).items():
             if out[f"info/{key}"].shape[1:] != shape:
                 raise ValueError(f"info[{key!r}] must have shape {shape}, got {out[f'info/{key}'].shape[1:]}")
-        return out
+        lead = (self.n_envs,) if m is None else (m, self.n_envs)
+        return {name: a.reshape(*lead, *a.shape[1:]) for name, a in out.items()}
 
-    def _write(self, m: int, targets: list, values: list, next_obs: list, ended: Any, block: bool) -> None:
-        """Write ``m <= T`` checked steps from row ``pos`` on into the ``(T, n_envs, ...)`` views ``targets``:
-        ``values`` (``(m, n_envs, ...)`` for a ``block``, else one step's ``(n_envs, ...)``), ``next_obs``
-        the next observations, ``ended`` the flat episode ends (None: none)."""
+    def _advance(self, rows: int, done: Any, next_obs: list[np.ndarray]) -> None:
+        """After ``rows`` steps were written from row ``pos`` on: move on, and book the episodes that
+        ``done`` (``(n_envs,)`` for one step, else ``(rows, n_envs)``) ends, with their final observations."""
         T, n, p = self.steps_per_env, self.n_envs, self.pos
-        head = min(m, T - p)  # the rows up to the ring's end, then the rest from row 0
-        if self.full or head < m:  # rows written before are overwritten
-            self._overwrite(p, m, head)
-        for grid, value in zip(targets, values, strict=True):
-            if not block:  # an integer index: 0.2 us less than a slice, for each of 8 arrays an env step
-                grid[p] = value
-            elif head == m:
-                grid[p : p + m] = value
-            else:
-                grid[p:], grid[: m - head] = value[:head], value[head:]
-        for pending, value in zip(self._pending.values(), next_obs, strict=True):
-            pending[...] = value[-1] if block else value  # a copy: the caller may change its arrays
-        first_step, self._steps = self._steps, self._steps + m
-        self.full, self.pos = self.full or p + m >= T, (p + m) % T
-        for i in np.flatnonzero(ended).tolist() if ended is not None else ():  # in time order
+        first_step, self._steps = self._steps, self._steps + rows
+        self.full, self.pos = self.full or p + rows == T, (p + rows) % T
+        one = done is not None and done.ndim == 1
+        for i in np.flatnonzero(done).tolist() if done is not None else ():  # in time order
             step, env = divmod(i, n)
             length = first_step + step + 1 - int(self._begin[env])
             self._begin[env] = first_step + step + 1
             final = {
-                key: v[step, env] if block else v[env]
-                for key, v in zip(self.obs_specs, next_obs, strict=True)
+                key: v[env] if one else v[step, env] for key, v in zip(self.obs_specs, next_obs, strict=False)
             }
-            self._book(env, (p + step) % T, length, final, later=m - 1 - step)
+            self._book(env, p + step, length, final, later=rows - 1 - step)
             self._earliest = int(self._begin.min())
         if self._steps - self._earliest > T:  # an unfinished episode has outgrown the ring
             for env in np.flatnonzero(self._steps - self._begin > T).tolist():
-                self._note_outgrown(env, self._steps - int(self._begin[env]))
+                self._note_outgrown(env, self._steps - int(self._begin[env]), stacklevel=4)
 
     _earliest = 0  # min(_begin): the start of the oldest unfinished episode (a class default, an int)
 
-    def _overwrite(self, p: int, m: int, head: int) -> None:
-        """Before the ``m`` rows from row ``p`` on are written (``head`` of them up to the ring's end):
-        their episodes stop being sampled, and those whose last row is among them free their slot."""
-        n, slots, T = self.n_envs, self._slots, self.steps_per_env
-        # One env's step, on every env step once the ring is full: a scalar read and write, not slices
-        # (0.7 us of the ~12 us of such an add).
-        one, wraps = m == n == 1, slice(0, (m - head) * n)
-        hit = [slots.item(p)] if one else slots[p * n : (p + head) * n].tolist() + slots[wraps].tolist()
-        if max(hit) >= 0:  # the first row of a sampleable episode (one row in 50 for 50-step episodes)
-            for slot in {slot for slot in hit if slot >= 0}:
+    def _overwrite(self, p: int, rows: int) -> None:
+        """Before rows ``p`` to ``p + rows - 1`` are written again: the episodes that begin there leave
+        the samples, the entries become unfinished (-1), and the slots of the episodes ending there are freed."""
+        for row in range(p, p + rows) if self._starts else ():
+            for slot in self._starts.pop(row, ()):
                 self._mark(slot, -2 - slot)
                 self._sampleable -= int(self._table[slot, 1])
-        if one:
-            slots[p] = -1
-        else:
-            slots[p * n : (p + head) * n], slots[wraps] = -1, -1
-        for row in range(p, p + m) if self._ends else ():
-            self._free += self._ends.pop(row % T, ())
+        self._slots[p * self.n_envs : (p + rows) * self.n_envs] = -1
+        for row in range(p, p + rows) if self._ends else ():
+            self._free += self._ends.pop(row, ())
 
-    def _book(self, env: int, last_row: int, length: int, final: dict[str, Any], later: int = 0) -> None:
+    def _book(
+        self, env: int, last_row: int, length: int, final: dict[str, Any], later: int = 0, stacklevel: int = 5
+    ) -> None:
         """Book env's episode of ``length`` steps ending on ``last_row``, with its final observation.
 
         ``later``: steps of env written after it by the same block; those that overwrote its first rows
-        leave it out of the samples, as the add of those steps would have."""
+        leave it out of the samples, as the add of those steps would have. ``stacklevel``: of a warning
+        that it outgrew the ring, at the caller of add, extend or end_episodes."""
         T = self.steps_per_env
         if length > T:  # it outgrew the ring and lost its first rows: never sampled
-            self._note_outgrown(env, length)
+            self._note_outgrown(env, length, stacklevel)
             return
         if not self._free:  # every slot in use: double the table
             size = len(self._table)
             self._table = np.concatenate([self._table, np.zeros_like(self._table)])
             self._finals = {key: np.concatenate([v, np.zeros_like(v)]) for key, v in self._finals.items()}
             self._free = list(range(2 * size - 1, size - 1, -1))
-        slot, lost = self._free.pop(), max(length + later - T, 0)
-        self._table[slot] = (last_row + 1 - length) % T, length, env
+        slot, lost, first = self._free.pop(), max(length + later - T, 0), (last_row + 1 - length) % T
+        self._table[slot] = first, length, env
         for key, value in final.items():
             self._finals[key][slot] = value
         self._ends.setdefault(last_row, []).append(slot)  # freed when that row is overwritten
-        self._mark(slot, slot if lost == 0 else -2 - slot, skip=lost)
-        self._sampleable += length if lost == 0 else 0
+        if lost:
+            self._mark(slot, -2 - slot, skip=lost)
+        else:
+            self._mark(slot, slot)
+            self._sampleable += length
+            self._starts.setdefault(first, []).append(slot)  # out of the samples when that row is overwritten
 
     def _mark(self, slot: int, value: int, skip: int = 0) -> None:
         """Set the entries of the episode of ``slot`` but its first ``skip`` rows to ``value``."""
@@ -551,7 +567,7 @@ class HerStorage:
         self._slots[begin * n + env : min(end, T) * n : n] = value
         self._slots[env : max(end - T, 0) * n : n] = value
 
-    def _note_outgrown(self, env: int, length: int) -> None:
+    def _note_outgrown(self, env: int, length: int, stacklevel: int) -> None:
         """Note that env's episode of ``length`` steps outgrew the ring (a warning the first time)."""
         T = self.steps_per_env
         if self._outgrown[env] <= T:  # the text names the env only: Python's filter shows it once per env
@@ -560,7 +576,7 @@ class HerStorage:
                 "losing its first steps and will never be sampled; raise capacity (stable-baselines3's "
                 f"buffer_size) to at least n_envs={self.n_envs} x the longest episode length, or end "
                 "episodes sooner (a time limit)",
-                stacklevel=5,
+                stacklevel=stacklevel,
             )
         self._outgrown[env] = max(int(self._outgrown[env]), length)
 
@@ -582,7 +598,7 @@ class HerStorage:
             i = last * self.n_envs + env
             self._data["truncated"][i] = not self._data["terminated"][i]
             final = {key: pending[env] for key, pending in self._pending.items()}
-            self._book(env, last, int(self._steps - self._begin[env]), final)
+            self._book(env, last, int(self._steps - self._begin[env]), final, stacklevel=4)
             self._begin[env] = self._steps
         self._earliest = int(self._begin.min())
         return envs
@@ -597,14 +613,12 @@ class HerStorage:
             return batch
         import torch
 
-        def tensor(value: np.ndarray) -> Any:
+        def tensors(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {key: tensors(v) for key, v in value.items()}
             return torch.as_tensor(value, device=self.device)
 
-        obs = {
-            name: {key: tensor(v) for key, v in batch.pop(name).items()}
-            for name in ("observations", "next_observations")
-        }
-        return {**obs, **{name: tensor(value) for name, value in batch.items()}}
+        return tensors(batch)
 
     def sample_arrays(self, batch_size: int) -> dict[str, Any]:
         """:meth:`sample`, always as numpy arrays."""
@@ -710,11 +724,10 @@ class HerStorage:
                 "for learning_starts that is greater than the maximum number of timesteps in the environment."
             )
         env = int(np.argmax(self._outgrown))
-        length = int(self._outgrown[env])
+        length, T, n = int(self._outgrown[env]), self.steps_per_env, self.n_envs
         return (
-            f"Unable to sample: the longest episode of env {env} has reached {length} steps, more than "
-            f"the {self.steps_per_env} steps the storage keeps per env (capacity // n_envs), so it can "
-            f"never be sampled; raise capacity (stable-baselines3's buffer_size) to at least "
-            f"{length * self.n_envs} (n_envs={self.n_envs} x the longest episode length), or end "
-            "episodes sooner (a time limit)"
+            f"Unable to sample: the longest episode of env {env} has reached {length} steps, more than the {T} "
+            "steps the storage keeps per env (capacity // n_envs), so it can never be sampled; raise capacity "
+            f"(stable-baselines3's buffer_size) to at least {length * n} (n_envs={n} x the longest episode "
+            "length), or end episodes sooner (a time limit)"
         )
