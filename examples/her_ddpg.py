@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -22,9 +22,11 @@ from runfolder import Range, RunError, setting
 from workers import Run, Timers
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
-from goalenvs.envs.fetch import FetchVectorEnv
 from her import HerStorage
 from her.strategies import goal_step_offsets
+
+if TYPE_CHECKING:
+    from goalenvs.envs.mujoco_task import MujocoVectorEnv
 
 CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"  # per-task settings
 POSITIVE, SHARE, COUNT = Range(float, 0.0, low_open=True), Range(float, 0.0, 1.0), Range(int, 1)
@@ -226,7 +228,7 @@ class Trainer:
         lo, hi = share(cfg.n_envs, rank, size)  # its batch and buffer follow its share of the envs
         self.n_local, self.batch_local = hi - lo, part(cfg.batch_size, lo, hi, cfg.n_envs)
         make: Any = dict(vectorization_mode="vector_entry_point", num_threads=1)
-        self.envs = cast(FetchVectorEnv, gym.make_vec(cfg.env_id, self.n_local, **make))
+        self.envs = cast("MujocoVectorEnv", gym.make_vec(cfg.env_id, self.n_local, **make))
         self.eval_lo, eval_hi = share(cfg.eval_episodes, rank, size)  # its episodes of each evaluation
         self.eval_local = eval_hi - self.eval_lo
         self.eval_envs = [gym.make(cfg.env_id).unwrapped for _ in range(min(self.n_local, self.eval_local))]
@@ -285,7 +287,7 @@ class Trainer:
             observations.append(obs["observation"])
             achieved.append(nxt["achieved_goal"])
             obs = nxt
-            if (terminated | truncated).all():  # Fetch episodes all end together, by truncation
+            if (terminated | truncated).all():  # the robotics tasks' episodes all end together, by truncation
                 break
         self.rollouts += (returns.sum(), self.n_local, np.sum(info.get("is_success", 0.0)))
         return np.stack(observations, 1), np.stack(achieved, 1), obs["desired_goal"]
@@ -427,9 +429,9 @@ def main(argv: list[str] | None = None) -> float:
 
 def check(cfg: Config, workers: int) -> None:
     """Refuse an env this agent does not run, a device this machine lacks, a run its workers cannot share."""
-    fetch = sorted(i for i in gym.registry if i.startswith("goalenvs/Fetch"))
-    if cfg.env_id not in fetch:
-        raise RunError(f"--env-id: {cfg.env_id!r} is not accepted; accepted: one of {fetch}")
+    robotics = sorted(i for i in gym.registry if i.startswith(("goalenvs/Fetch", "goalenvs/Hand")))
+    if cfg.env_id not in robotics:
+        raise RunError(f"--env-id: {cfg.env_id!r} is not accepted; accepted: one of {robotics}")
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise RunError("--device: 'cuda' is not accepted here: torch finds no CUDA GPU; accepted: cpu")
     if cfg.bf16 and not native_bf16():  # given, or resumed

@@ -10,6 +10,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -215,6 +216,21 @@ def test_a_checkpoint_holds_what_was_stored_not_the_storage_capacity(tmp_path: P
         [*TINY, "--n-cycles", "4", "--buffer-size", "200000", "--epochs", "1", "--output", str(out)]
     )
     assert sum(p.stat().st_size for p in _checkpoint(out).iterdir()) < 2_000_000
+
+
+def test_a_shadow_hand_task_trains_and_its_policy_acts_in_the_hand_env(tmp_path: Path) -> None:
+    """The recipe runs the hand tasks too (goalenvs/Hand*, Plappert et al., 2018): HandReach's 63 + 15
+    inputs and 20 actions, a curve row, and a policy that acts in a fresh env of the task."""
+    out = tmp_path / "run"
+    her_ddpg.main([*TINY, "--env", "goalenvs/HandReach-v0", "--epochs", "1", "--output", str(out)])
+    assert [int(r["env_steps"]) for r in _rows(out)] == [300]
+    policy, run = nets.load_policy(out)
+    assert run["env_id"] == "goalenvs/HandReach-v0"
+    env = gym.make("goalenvs/HandReach-v0")
+    obs, _ = env.reset(seed=0)
+    action = policy({key: value[None] for key, value in obs.items()})
+    assert action.shape == (1, 20) and env.action_space.contains(action[0].astype(np.float32))
+    env.close()
 
 
 def test_gif_of_the_greedy_policy(tmp_path: Path) -> None:
