@@ -59,13 +59,13 @@ class FetchSizedEnv(gym.Env):
         return -(distance > 0.05).astype(np.float32)
 
 
-def _make_vec_env():
+def make_vec_env():
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     return DummyVecEnv([FetchSizedEnv])
 
 
-def _episode_block(n_episodes: int, seed: int = 0) -> list[tuple]:
+def episode_block(n_episodes: int, seed: int = 0) -> list[tuple]:
     """SB3 ``add`` arguments for ``n_episodes`` random episodes (reused cyclically to fill buffers)."""
     rng = np.random.default_rng(seed)
     calls = []
@@ -144,7 +144,7 @@ def _measure(size: int, calls: list[tuple], repeats: int, quick: bool) -> list[R
 
     from her import HerReplayBuffer
 
-    env = _make_vec_env()
+    env = make_vec_env()
     space, action_space = FetchSizedEnv.observation_space, FetchSizedEnv.action_space
     kwargs = dict(device="cpu", n_sampled_goal=4, goal_selection_strategy="future")
     label = f"{size // 1000}k" if size < 1_000_000 else f"{size // 1_000_000}M"
@@ -290,7 +290,7 @@ def _measure_extend(size: int) -> list[Row]:
 
 
 def run(quick: bool) -> list[Row]:
-    calls = _episode_block(20 if quick else 200)
+    calls = episode_block(20 if quick else 200)
     sizes = (10_000, 100_000) if quick else (100_000, 1_000_000)
     repeats = 3 if quick else 5
     rows: list[Row] = []
