@@ -231,6 +231,11 @@ class HandManipulateAttributes(MujocoAttributes):
     width = fixed_setting("width")
     height = fixed_setting("height")
 
+    @property
+    def redrawn_starts(self) -> int:
+        """Episode starts drawn again so far because the object fell off the palm (all envs)."""
+        return int(self._task.sim.redrawn_starts)
+
 
 class HandManipulateEnv(HandManipulateAttributes, MujocoEnv):
     __doc__ = "The Shadow Dexterous Hand: bring a block, an egg or a pen to a target pose.\n" + MANIPULATE_DOC

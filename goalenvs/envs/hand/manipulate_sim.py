@@ -41,7 +41,7 @@ __all__ = ["MAX_START_DRAWS", "ManipulateSim"]
 FloatArray = np.ndarray
 
 #: A reset gives up after this many starts in a row that dropped the object.
-MAX_START_DRAWS = 1000
+MAX_START_DRAWS = 100
 _Z_AXIS = np.array([0.0, 0.0, 1.0])
 _IGNORED_POSITION_SHIFT = 0.15  # the goal marker is drawn this far along x when the position is ignored
 
