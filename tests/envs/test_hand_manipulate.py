@@ -174,7 +174,7 @@ def test_compute_reward_batched_equals_gymnasium_robotics_per_transition(
     rng = np.random.default_rng(1)
     achieved = random_pose_goals(rng, (4, 6), obs["achieved_goal"])
     desired = random_pose_goals(rng, (4, 6), obs["desired_goal"])
-    desired[0, :3] = achieved[0, :3] + rng.normal(scale=0.003, size=(3, 7))  # some successes
+    desired[0, :3] = achieved[0, :3] + rng.normal(scale=0.003, size=(3, 7))  # three poses near: successes
     batched = mine.compute_reward(achieved, desired, None)
     assert batched.shape == (4, 6)
     flat_a, flat_d = achieved.reshape(-1, 7), desired.reshape(-1, 7)
