@@ -371,3 +371,33 @@ def test_render_rgb_array_and_render_does_not_change_the_episode() -> None:
             assert frame.shape == (48, 64, 3) and frame.dtype == np.uint8
         np.testing.assert_array_equal(a["observation"], b["observation"])
         np.testing.assert_array_equal(shown.data.qpos, plain.data.qpos)
+
+
+def test_quaternion_functions_are_gymnasium_robotics_bit_for_bit(gymnasium_robotics) -> None:
+    from gymnasium_robotics.utils import rotations
+
+    from goalenvs.envs.hand import goals
+
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(500, 4))
+    q[:250] /= np.linalg.norm(q[:250], axis=-1, keepdims=True)
+    q[0], q[1] = 0.0, [np.sqrt(0.5), 0.0, np.sqrt(0.5), 0.0]  # a zero quaternion; gimbal lock
+    p = rng.normal(size=(500, 4))
+    np.testing.assert_array_equal(goals.quat_mul(q, p), rotations.quat_mul(q, p))
+    with np.errstate(divide="ignore", invalid="ignore"):  # theirs warns on the zero quaternion
+        their_euler = rotations.quat2euler(q)
+    np.testing.assert_array_equal(goals.quat2euler(q), their_euler)
+    np.testing.assert_array_equal(goals.euler2quat(p[:, :3]), rotations.euler2quat(p[:, :3]))
+    parallel = np.array([rotations.euler2quat(r) for r in rotations.get_parallel_rotations()])
+    np.testing.assert_array_equal(goals.parallel_quats(), parallel)
+    # The rotation distance, summed as a dot product here, is theirs bit for bit, pen or not.
+    a, b = rng.normal(size=(200, 7)), rng.normal(size=(200, 7))
+    a[:, 3:] /= np.linalg.norm(a[:, 3:], axis=-1, keepdims=True)
+    b[:, 3:] /= np.linalg.norm(b[:, 3:], axis=-1, keepdims=True)
+    for env_id in ("HandManipulateBlock-v1", "HandManipulatePen-v1"):
+        theirs = gymnasium_robotics(env_id)
+        pen = "Pen" in env_id
+        d_rot = manipulate_distances(a, b, use_position=True, use_rotation=True, ignore_z=pen)[1]
+        np.testing.assert_array_equal(
+            d_rot, [theirs._goal_distance(x, y)[1] for x, y in zip(a, b, strict=True)]
+        )

@@ -91,12 +91,12 @@ def quat2mat(quat: Any) -> FloatArray:
     q = np.asarray(quat, dtype=np.float64)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     nq = np.sum(q * q, axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero quaternion: replaced by the identity
         s = 2.0 / nq
-    xs, ys, zs = x * s, y * s, z * s
-    wx, wy, wz = w * xs, w * ys, w * zs
-    xx, xy, xz = x * xs, x * ys, x * zs
-    yy, yz, zz = y * ys, y * zs, z * zs
+        xs, ys, zs = x * s, y * s, z * s
+        wx, wy, wz = w * xs, w * ys, w * zs
+        xx, xy, xz = x * xs, x * ys, x * zs
+        yy, yz, zz = y * ys, y * zs, z * zs
     mat = np.empty(q.shape[:-1] + (3, 3))
     mat[..., 0, 0] = 1.0 - (yy + zz)
     mat[..., 0, 1] = xy - wz
@@ -107,7 +107,10 @@ def quat2mat(quat: Any) -> FloatArray:
     mat[..., 2, 0] = xz - wy
     mat[..., 2, 1] = yz + wx
     mat[..., 2, 2] = 1.0 - (xx + yy)
-    return np.where((nq > _FLOAT_EPS)[..., np.newaxis, np.newaxis], mat, np.eye(3))
+    degenerate = ~(nq > _FLOAT_EPS)
+    if degenerate.any():
+        mat[degenerate] = np.eye(3)
+    return mat
 
 
 def quat2euler(quat: Any) -> FloatArray:
@@ -194,10 +197,14 @@ def manipulate_distances(
         return d_pos, np.zeros(a.shape[:-1])
     quat_a, quat_b = a[..., 3:], b[..., 3:]
     if ignore_z:
-        euler_a, euler_b = quat2euler(quat_a), quat2euler(quat_b)
+        euler_a, euler_b = quat2euler(np.stack([quat_a, quat_b]))  # one call for both: half the overhead
         euler_a[..., 2] = euler_b[..., 2]
         quat_a = euler2quat(euler_a)
-    w = quat_mul(quat_a, quat_conjugate(quat_b))[..., 0]
+    # The w of q_a conj(q_b), summed in the order quat_mul sums it: w0 w1 - x0 (-x1) - ... is bit for bit
+    # w0 w1 + x0 x1 + ..., as negating a factor or a subtrahend rounds nothing.
+    w = quat_a[..., 0] * quat_b[..., 0] + quat_a[..., 1] * quat_b[..., 1]
+    w = w + quat_a[..., 2] * quat_b[..., 2]
+    w = w + quat_a[..., 3] * quat_b[..., 3]
     return d_pos, 2 * np.arccos(np.clip(w, -1.0, 1.0))
 
 
