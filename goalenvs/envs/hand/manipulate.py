@@ -72,7 +72,8 @@ MANIPULATE_DOC = """
     ``randomize_initial_rotation``, the object is first rotated as the target rotation is drawn
     (``"xyz"`` for ``"ignore"``, none for ``"fixed"``); with ``randomize_initial_position``, moved by a
     normal of 5 mm per axis (not with ``target_position="fixed"``); then 10 zero-action steps let it
-    settle, and the start is drawn again until its centre is above 4 cm. The goal: the settled
+    settle, and the start is drawn again until its centre is above 4 cm (after 100 draws in a row
+    that drop it, ``reset`` raises ``RuntimeError``; Gymnasium-Robotics loops forever). The goal: the settled
     position plus a uniform offset in [-4, 4] x [-6, 2] x [0, 6] cm (``target_position="random"``;
     else the settled position), and a rotation about z (``"z"``), about z then one of the 24
     axis-aligned rotations (``"parallel"``), or about a uniform random axis (``"xyz"``); ``"ignore"``

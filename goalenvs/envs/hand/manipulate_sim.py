@@ -14,7 +14,7 @@ would otherwise drift from Gymnasium-Robotics' ``HandManipulate*-v1``:
   angle and an axis of 3 uniforms; ``fixed``: nothing) when ``randomize_initial_rotation``, then 3
   normals of 5 mm for its position when ``randomize_initial_position`` (not with ``target_position``
   ``"fixed"``); then 10 zero-action env steps let it settle; the whole start is drawn again until
-  the object's centre is more than 4 cm high;
+  the object's centre is more than 4 cm high (up to :data:`MAX_START_DRAWS` times, then RuntimeError);
 * the goal then draws its position offset (3 uniforms, ``target_position="random"``) from the settled
   object, then its rotation as the start did (``z``, ``parallel``, ``xyz``).
 """
