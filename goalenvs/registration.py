@@ -16,9 +16,11 @@ from gymnasium.envs.registration import load_env_creator
 __all__ = [
     "ENVS",
     "EnvEntry",
+    "MANIPULATE_VARIANTS",
     "make_bitflip",
     "make_env",
     "make_fetch",
+    "make_hand_manipulate",
     "make_hand_reach",
     "make_parking",
     "register_envs",
@@ -48,6 +50,22 @@ class EnvEntry:
     def id(self) -> str:
         return f"{NAMESPACE}/{self.name}"
 
+
+#: The in-hand manipulation ids: name, object, target position and rotation modes (Gymnasium-Robotics'
+#: registration of ``HandManipulate*-v1``; ``Block``, ``Egg`` and ``Pen`` are its aliases of ``...Full``).
+MANIPULATE_VARIANTS = (
+    ("Block", "block", "random", "xyz", "rotate and move a block to a target pose"),
+    ("BlockRotateZ", "block", "ignore", "z", "rotate a block about z to a target orientation"),
+    ("BlockRotateParallel", "block", "ignore", "parallel", "rotate a block to an axis-aligned target"),
+    ("BlockRotateXYZ", "block", "ignore", "xyz", "rotate a block to a target orientation"),
+    ("BlockFull", "block", "random", "xyz", "rotate and move a block to a target pose"),
+    ("Egg", "egg", "random", "xyz", "rotate and move an egg to a target pose"),
+    ("EggRotate", "egg", "ignore", "xyz", "rotate an egg to a target orientation"),
+    ("EggFull", "egg", "random", "xyz", "rotate and move an egg to a target pose"),
+    ("Pen", "pen", "random", "xyz", "rotate and move a pen to a target pose"),
+    ("PenRotate", "pen", "ignore", "xyz", "rotate a pen to a target orientation"),
+    ("PenFull", "pen", "random", "xyz", "rotate and move a pen to a target pose"),
+)
 
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry(
@@ -99,6 +117,25 @@ ENVS: tuple[EnvEntry, ...] = (
         )
         for reward_type, suffix in (("sparse", ""), ("dense", "Dense"))
     ),
+    *(
+        EnvEntry(
+            name=f"HandManipulate{title}{suffix}-v0",
+            entry_point="goalenvs.envs.hand:HandManipulateEnv",
+            maker="goalenvs.registration:make_hand_manipulate",
+            vector_entry_point="goalenvs.envs.hand:HandManipulateVectorEnv",
+            description=f"Shadow Hand: {blurb} ({reward_type} reward; Gymnasium-Robotics' "
+            f"HandManipulate{title}-v1 on MuJoCo 3/4).",
+            kwargs={
+                "object": obj,
+                "target_position": position,
+                "target_rotation": rotation,
+                "reward_type": reward_type,
+            },
+            # No max_episode_steps: the env truncates itself after `max_steps` (default 100) steps.
+        )
+        for title, obj, position, rotation, blurb in MANIPULATE_VARIANTS
+        for reward_type, suffix in (("sparse", ""), ("dense", "Dense"))
+    ),
 )
 
 
@@ -146,6 +183,11 @@ def make_fetch(*, check_goal_contract: bool = True, **kwargs: Any) -> gym.Env:
 def make_hand_reach(*, check_goal_contract: bool = True, **kwargs: Any) -> gym.Env:
     """``gym.make("goalenvs/HandReach*-v0")``: a ``HandReachEnv(**kwargs)`` (see :func:`make_env`)."""
     return make_env("goalenvs.envs.hand:HandReachEnv", check_goal_contract=check_goal_contract, **kwargs)
+
+
+def make_hand_manipulate(*, check_goal_contract: bool = True, **kwargs: Any) -> gym.Env:
+    """``gym.make("goalenvs/HandManipulate*-v0")``: a ``HandManipulateEnv(**kwargs)`` (see :func:`make_env`)."""
+    return make_env("goalenvs.envs.hand:HandManipulateEnv", check_goal_contract=check_goal_contract, **kwargs)
 
 
 _BY_ID = {entry.id: entry for entry in ENVS}

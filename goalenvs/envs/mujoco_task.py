@@ -17,9 +17,10 @@ single env seeded ``s + i``, bit for bit, whatever the number of threads.
 
 from __future__ import annotations
 
-# First: it sets the OpenGL backend default before anything imports mujoco.
-from goalenvs.envs.fetch.assets import mujoco  # isort: skip
+# First, and for that alone: it sets the OpenGL backend default before anything imports mujoco.
+from goalenvs.envs.fetch.assets import mujoco  # noqa: F401  # isort: skip
 
+import copy
 import dataclasses
 import os
 import threading
@@ -66,13 +67,16 @@ def goal_spaces(obs_dim: int, goal_dim: int, action_dim: int) -> tuple[spaces.Di
 
 class MujocoState:
     """N envs of one MuJoCo model: one ``MjData`` each (env 0's is ``sim.data``, the one the start state
-    was computed in, as a single env's), their numpy views (``views(sim, data)``), random generators,
+    was computed in, as a single env's; the others copies of it), their numpy views (``views(sim, data)``), random generators,
     goals (``goal_dim`` numbers), observation vectors and step counts, and the thread pool that steps
     their physics in chunks (none with one thread)."""
 
     def __init__(self, sim: Any, n: int, *, views: Callable[[Any, Any], Any], goal_dim: int) -> None:
         self.sim, self.n = sim, n
-        self.data = (sim.data, *(mujoco.MjData(sim.model) for _ in range(n - 1)))
+        # The other envs start as copies of it: every MjData an env gets holds what the start state's
+        # set-up left there (on MuJoCo < 3.3.6 mj_forward also writes the solver's warm start, which a
+        # family that keeps it across resets, as the hand's manipulate tasks do, would otherwise lose).
+        self.data = (sim.data, *(copy.copy(sim.data) for _ in range(n - 1)))
         self.views = [views(sim, d) for d in self.data]
         self.rngs: list[np.random.Generator] = [np.random.default_rng(0)] * n  # replaced by seeding
         self.goal = np.zeros((n, goal_dim))

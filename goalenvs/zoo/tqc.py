@@ -2,8 +2,8 @@
 
 The RL Zoo's values (rl_zoo3 2.9.2 hyperparams/tqc.yml: parking-v0, FetchReach-v1, FetchPush-v1 and
 friends) with our buffer; each Dense id takes its sparse twin's entry (not tuned apart). The RL Zoo
-has no hand settings: HandReach and HandReachDense take the Fetch object tasks' values, not tuned for
-the hand (the HER report, Plappert et al. 2018, trained the hand with the Fetch settings). Long on a
+has no hand settings: HandReach, the HandManipulate ids and their Dense twins take the Fetch object
+tasks' values, not tuned for the hand (the HER report, Plappert et al. 2018, trained the hand with the Fetch settings). Long on a
 CPU (docs/training.md); ``tqc_cpu`` is FetchPush sized for one.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from goalenvs.registration import MANIPULATE_VARIANTS
 from goalenvs.zoo import HER_BUFFER, sac
 
 _FETCH_OBJECT: dict[str, Any] = {  # Push, Slide, PickAndPlace
@@ -39,4 +40,9 @@ hyperparams: dict[str, dict[str, Any]] = {
     **{f"goalenvs/{task}{dense}-v0": entry for task, entry in _FETCH.items() for dense in ("", "Dense")},
     # Not tuned for the hand: the Fetch object tasks' values (see the module docstring).
     **{f"goalenvs/HandReach{dense}-v0": _FETCH_OBJECT for dense in ("", "Dense")},
+    **{
+        f"goalenvs/HandManipulate{variant[0]}{dense}-v0": _FETCH_OBJECT
+        for variant in MANIPULATE_VARIANTS
+        for dense in ("", "Dense")
+    },
 }

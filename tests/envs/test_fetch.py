@@ -39,7 +39,7 @@ import goalenvs  # noqa: E402
 import goalenvs.core  # noqa: E402
 from goalenvs.envs.fetch import TASKS, FetchEnv, fetch_reward, goal_distance, mat2euler  # noqa: E402
 from tests.data.gr_mujoco_shim import register_shimmed_gymnasium_robotics  # noqa: E402
-from tests.envs.mujoco_checks import assert_ids_truncate_themselves_after_50_steps  # noqa: E402
+from tests.envs.mujoco_checks import assert_ids_truncate_themselves  # noqa: E402
 
 DATA = Path(__file__).parents[1] / "data"
 # Goldens recorded on the installed MuJoCo where there are some (tests/data/record_fetch_golden.py,
@@ -91,7 +91,7 @@ def test_import_goalenvs_does_not_import_mujoco() -> None:
 def test_eight_ids_registered() -> None:
     expected = {f"goalenvs/Fetch{t}{d}-v0" for t in TITLES.values() for d in ("", "Dense")}
     assert set(FETCH_IDS) == expected
-    assert_ids_truncate_themselves_after_50_steps(FETCH_IDS)
+    assert_ids_truncate_themselves(FETCH_IDS, after=50)
 
 
 @pytest.mark.parametrize("env_id", FETCH_IDS)

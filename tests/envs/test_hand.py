@@ -22,16 +22,16 @@ if __import__("importlib").util.find_spec("gymnasium_robotics") is None:
 import goalenvs
 from goalenvs.envs.hand import REACH_INITIAL_QPOS, HandReachEnv
 from tests.data.gr_mujoco_shim import register_shimmed_gymnasium_robotics
-from tests.envs.mujoco_checks import assert_ids_truncate_themselves_after_50_steps
+from tests.envs.mujoco_checks import assert_ids_truncate_themselves
 
-HAND_IDS = [e.id for e in goalenvs.ENVS if e.name.startswith("Hand")]
+HAND_IDS = [e.id for e in goalenvs.ENVS if e.name.startswith("HandReach")]
 TOL = 1e-9
 N_SEEDS = 12  # enough to draw every meeting finger and the return-to-start goal (seeds 0..11 do)
 
 
 def test_hand_reach_ids_registered() -> None:
     assert set(HAND_IDS) == {"goalenvs/HandReach-v0", "goalenvs/HandReachDense-v0"}
-    assert_ids_truncate_themselves_after_50_steps(HAND_IDS)
+    assert_ids_truncate_themselves(HAND_IDS, after=50)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
-"""HandReach's defaults and the validated settings of a HandReach env.
+"""The Shadow Hand tasks' defaults and validated settings.
 
-:class:`HandReachSettings` checks every argument once and fills in Gymnasium-Robotics' ``HandReach-v3``
-defaults. Nothing here touches MuJoCo.
+:class:`HandReachSettings` checks every argument of a HandReach env once and fills in Gymnasium-Robotics'
+``HandReach-v3`` defaults; :class:`HandManipulateSettings` does the same for the in-hand manipulation
+tasks (``HandManipulate*-v1``: block, egg, pen). Nothing here touches MuJoCo.
 """
 
 from __future__ import annotations
@@ -22,6 +23,17 @@ __all__ = [
     "RETURN_PROBABILITY",
     "REWARD_TYPES",
     "HandReachSettings",
+    "HandManipulateSettings",
+    "INITIAL_POSITION_SCALE",
+    "MANIPULATE_OBJECTS",
+    "ManipulateObject",
+    "OBJECTS",
+    "ON_PALM_HEIGHT",
+    "SETTLE_STEPS",
+    "TARGET_POSITIONS",
+    "TARGET_POSITION_RANGE",
+    "TARGET_ROTATIONS",
+    "TOUCH_OBS",
 ]
 
 DEFAULT_SIZE = 480  # rendered frame width and height
@@ -101,3 +113,114 @@ class HandReachSettings:
         }
         for name, value in checked.items():  # a frozen dataclass: set through object.__setattr__
             object.__setattr__(self, name, value)
+
+
+# ---- the in-hand manipulation tasks (Gymnasium-Robotics' HandManipulate*-v1) ---------------------------
+
+OBJECTS = ("block", "egg", "pen")
+TARGET_POSITIONS = ("ignore", "fixed", "random")
+TARGET_ROTATIONS = ("ignore", "fixed", "z", "parallel", "xyz")
+TOUCH_OBS = (None, "boolean", "sensordata", "log")
+#: The goal position's offset range (m) from the object's settled start, per axis: [(low, high)] * 3.
+TARGET_POSITION_RANGE = ((-0.04, 0.04), (-0.06, 0.02), (0.0, 0.06))
+INITIAL_POSITION_SCALE = 0.005  # standard deviation (m) of the object's start position jitter
+SETTLE_STEPS = 10  # zero-action env steps that let the object settle at every reset
+ON_PALM_HEIGHT = 0.04  # a start is redrawn until the object's centre is above this height (m)
+
+
+@dataclass(frozen=True)
+class ManipulateObject:
+    """What differs between the block, the egg and the pen: the MJCF files and three defaults."""
+
+    xml: str
+    touch_xml: str
+    distance_threshold: float
+    randomize_initial_rotation: bool
+    ignore_z_target_rotation: bool
+
+
+MANIPULATE_OBJECTS: Mapping[str, ManipulateObject] = {
+    "block": ManipulateObject(
+        "manipulate_block.xml", "manipulate_block_touch_sensors.xml", 0.01, True, False
+    ),
+    "egg": ManipulateObject("manipulate_egg.xml", "manipulate_egg_touch_sensors.xml", 0.01, True, False),
+    # The pen is symmetric about its axis: its default ignores the rotation about z, starts unrotated
+    # and has a looser position threshold (Gymnasium-Robotics' MujocoHandPenEnv).
+    "pen": ManipulateObject("manipulate_pen.xml", "manipulate_pen_touch_sensors.xml", 0.05, False, True),
+}
+
+
+def _one_of(name: str, value: Any, accepted: tuple[Any, ...]) -> Any:
+    if value not in accepted or isinstance(value, bool):
+        raise ValueError(f"{name} must be one of {list(accepted)}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class HandManipulateSettings:
+    """Every argument of a HandManipulate env, validated, with the defaults filled in: written once.
+
+    ``None`` for ``distance_threshold``, ``randomize_initial_rotation`` and ``ignore_z_target_rotation``
+    takes the object's default (:data:`MANIPULATE_OBJECTS`). A bad value fails here with a one-line
+    error naming it. See ``HandManipulateEnv`` for what each one means.
+    """
+
+    object: str = "block"
+    reward_type: str = "sparse"
+    _: KW_ONLY
+    target_position: str = "random"
+    target_rotation: str = "xyz"
+    randomize_initial_position: bool = True
+    randomize_initial_rotation: bool | None = None
+    distance_threshold: float | None = None
+    rotation_threshold: float = 0.1
+    ignore_z_target_rotation: bool | None = None
+    touch_get_obs: str | None = None
+    n_substeps: int = 20
+    relative_control: bool = False
+    initial_qpos: Mapping[str, Any] = None  # type: ignore[assignment]  # None -> {} (the model's own)
+    max_steps: int | None = 100
+    width: int = DEFAULT_SIZE
+    height: int = DEFAULT_SIZE
+
+    def __post_init__(self) -> None:
+        obj = MANIPULATE_OBJECTS[_one_of("object", self.object, OBJECTS)]
+        qpos = {} if self.initial_qpos is None else self.initial_qpos
+        if not isinstance(qpos, Mapping):
+            raise TypeError(
+                f"initial_qpos must be a dict of joint name -> value(s), got {type(qpos).__name__}"
+            )
+        rotate = self.randomize_initial_rotation
+        ignore_z = self.ignore_z_target_rotation
+        threshold = obj.distance_threshold if self.distance_threshold is None else self.distance_threshold
+        checked = {
+            "reward_type": _one_of("reward_type", self.reward_type, REWARD_TYPES),
+            "target_position": _one_of("target_position", self.target_position, TARGET_POSITIONS),
+            "target_rotation": _one_of("target_rotation", self.target_rotation, TARGET_ROTATIONS),
+            "randomize_initial_position": check_bool(
+                "randomize_initial_position", self.randomize_initial_position
+            ),
+            "randomize_initial_rotation": obj.randomize_initial_rotation
+            if rotate is None
+            else check_bool("randomize_initial_rotation", rotate),
+            "distance_threshold": check_real("distance_threshold", threshold, 0.0, strict=True),
+            "rotation_threshold": check_real("rotation_threshold", self.rotation_threshold, 0.0, strict=True),
+            "ignore_z_target_rotation": obj.ignore_z_target_rotation
+            if ignore_z is None
+            else check_bool("ignore_z_target_rotation", ignore_z),
+            "touch_get_obs": _one_of("touch_get_obs", self.touch_get_obs, TOUCH_OBS),
+            "n_substeps": check_int("n_substeps", self.n_substeps, 1),
+            "relative_control": check_bool("relative_control", self.relative_control),
+            "initial_qpos": qpos,
+            "max_steps": None if self.max_steps is None else check_int("max_steps", self.max_steps, 1),
+            "width": check_int("width", self.width, 1),
+            "height": check_int("height", self.height, 1),
+        }
+        for name, value in checked.items():  # a frozen dataclass: set through object.__setattr__
+            object.__setattr__(self, name, value)
+
+    @property
+    def model_file(self) -> str:
+        """The object's MJCF file (its touch-sensor model when the observation has touch values)."""
+        obj = MANIPULATE_OBJECTS[self.object]
+        return obj.xml if self.touch_get_obs is None else obj.touch_xml

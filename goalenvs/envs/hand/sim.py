@@ -1,6 +1,9 @@
-"""HandReach's MuJoCo model, and what an episode does to one ``MjData`` of it.
+"""The Shadow Hand's MuJoCo models, and what an episode does to one ``MjData`` of one.
 
-:class:`HandSim` loads the model, resolves every name to an index once, computes the start state of
+:class:`HandModel` is what every hand task shares: the model loaded from Gymnasium-Robotics' MJCF,
+the hand's joints and actuators resolved to indices once, the start state, applying an action and
+integrating. :class:`HandSim` is HandReach's (the in-hand manipulation tasks' is
+:class:`goalenvs.envs.hand.manipulate_sim.ManipulateSim`): it loads the model, resolves every name to an index once, computes the start state of
 every episode, and offers the per-env operations: start an episode, draw a goal, apply an action,
 integrate, observe, draw a frame. The fidelity rules, each there because the physics or the random
 stream would otherwise drift from Gymnasium-Robotics' ``HandReach-v3``:
@@ -30,7 +33,7 @@ from goalenvs.envs.hand.settings import (
     HandReachSettings,
 )
 
-__all__ = ["HandSim", "HandViews"]
+__all__ = ["HandModel", "HandSim", "HandViews"]
 
 FloatArray = np.ndarray
 
@@ -40,31 +43,35 @@ _THUMB = len(FINGERTIP_SITES) - 1  # the thumb's row in the (5, 3) goal
 _COUPLED = ("FF", "MF", "RF", "LF")
 
 
-class HandSim:
-    """The ``MjModel`` of HandReach, its indices, its start state, and the per-env operations.
+class HandModel:
+    """A Shadow Hand MJCF model, its hand's indices and start state, and the operations every hand task
+    shares: apply an action, integrate.
 
-    ``data`` is the ``MjData`` the start state was computed in (a single env goes on stepping it).
-    ``initial_goal`` (15,) holds the fingertip positions of the start state and ``palm_xpos`` (3,)
-    the palm's position, in metres; ``dt`` is the env step in seconds (``n_substeps`` physics steps).
+    ``data`` is the ``MjData`` the start state was computed in (a single env goes on stepping it): the
+    joint values of ``initial_qpos`` written into a fresh ``MjData``, then one ``mj_forward``.
+    ``dt`` is the env step in seconds (``n_substeps`` physics steps).
     """
 
-    def __init__(self, settings: HandReachSettings) -> None:
-        self.n_substeps = settings.n_substeps
-        self.model = mujoco.MjModel.from_xml_path(str(hand_assets_dir() / "reach.xml"))
+    def __init__(
+        self, xml_file: str, *, n_substeps: int, initial_qpos: Mapping[str, Any], width: int, height: int
+    ) -> None:
+        self.n_substeps = n_substeps
+        self.model = mujoco.MjModel.from_xml_path(str(hand_assets_dir() / xml_file))
         self.data = mujoco.MjData(self.model)
-        self.model.vis.global_.offwidth = settings.width
-        self.model.vis.global_.offheight = settings.height
-        self._resolve_ids()
-        self._setup_start_state(settings.initial_qpos)
+        self.model.vis.global_.offwidth = width
+        self.model.vis.global_.offheight = height
+        self._resolve_hand_ids()
+        self._write_initial_qpos(initial_qpos)
+        mujoco.mj_forward(self.model, self.data)
+        self.initial_time = float(self.data.time)
+        self.initial_qpos = self.data.qpos.copy()
+        self.initial_qvel = self.data.qvel.copy()
         self.dt = self.n_substeps * float(self.model.opt.timestep)
-        n = self.robot_qadr.size
-        #: Length of the observation vector, and where the achieved goal sits in it.
-        self.obs_dim = 2 * n + 3 * len(FINGERTIP_SITES)
-        self.achieved = slice(2 * n, self.obs_dim)
 
     # ---- set-up (names -> indices, once) -----------------------------------------------------------
 
-    def _name2id(self, kind: Any, name: str) -> int:
+    def name2id(self, kind: Any, name: str) -> int:
+        """The id of the ``kind`` (a ``mujoco.mjtObj``) named ``name``; ValueError when there is none."""
         idx = mujoco.mj_name2id(self.model, kind, name)
         if idx < 0:
             raise ValueError(f"the hand model has no {kind.name[6:].lower()} named {name!r}")
@@ -75,7 +82,7 @@ class HandSim:
         jtype = int(self.model.jnt_type[jid])
         return {int(mujoco.mjtJoint.mjJNT_FREE): 7, int(mujoco.mjtJoint.mjJNT_BALL): 4}.get(jtype, 1)
 
-    def _resolve_ids(self) -> None:
+    def _resolve_hand_ids(self) -> None:
         m = self.model
         obj = mujoco.mjtObj
         # The robot's joints (named "robot..."), in joint-id order: the order Gymnasium-Robotics
@@ -85,14 +92,6 @@ class HandSim:
             raise ValueError("every robot joint of the hand model must be a hinge or a slide")
         self.robot_qadr = np.array([m.jnt_qposadr[j] for j in robot], dtype=np.intp)
         self.robot_dadr = np.array([m.jnt_dofadr[j] for j in robot], dtype=np.intp)
-        self.tip_sites = np.array([self._name2id(obj.mjOBJ_SITE, n) for n in FINGERTIP_SITES], dtype=np.intp)
-        self.palm = self._name2id(obj.mjOBJ_BODY, "robot0:palm")
-        self.target_sites = np.array(
-            [self._name2id(obj.mjOBJ_SITE, f"target{i}") for i in range(len(FINGERTIP_SITES))], dtype=np.intp
-        )
-        self.finger_sites = np.array(
-            [self._name2id(obj.mjOBJ_SITE, f"finger{i}") for i in range(len(FINGERTIP_SITES))], dtype=np.intp
-        )
         # Absolute control: the action's [-1, 1] spans each actuator's control range.
         low, high = m.actuator_ctrlrange[:, 0].copy(), m.actuator_ctrlrange[:, 1].copy()
         self.ctrl_low, self.ctrl_high = low, high
@@ -102,16 +101,16 @@ class HandSim:
         # joint "robot0:X"), plus the coupled distal joint's for the fingers' J1 actuators.
         names = [m.actuator(i).name for i in range(m.nu)]
         self.act_qadr = np.array(
-            [m.jnt_qposadr[self._name2id(obj.mjOBJ_JOINT, n.replace(":A_", ":"))] for n in names],
+            [m.jnt_qposadr[self.name2id(obj.mjOBJ_JOINT, n.replace(":A_", ":"))] for n in names],
             dtype=np.intp,
         )
         coupled = [names.index(f"robot0:A_{f}J1") for f in _COUPLED]
         self.coupled_acts = np.array(coupled, dtype=np.intp)
         self.coupled_qadr = np.array(
-            [m.jnt_qposadr[self._name2id(obj.mjOBJ_JOINT, f"robot0:{f}J0")] for f in _COUPLED], dtype=np.intp
+            [m.jnt_qposadr[self.name2id(obj.mjOBJ_JOINT, f"robot0:{f}J0")] for f in _COUPLED], dtype=np.intp
         )
 
-    def _setup_start_state(self, initial_qpos: Mapping[str, Any]) -> None:
+    def _write_initial_qpos(self, initial_qpos: Mapping[str, Any]) -> None:
         m, d = self.model, self.data
         for name, value in initial_qpos.items():
             jid = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
@@ -125,12 +124,53 @@ class HandSim:
                 )
             start = int(m.jnt_qposadr[jid])
             d.qpos[start : start + width] = arr.reshape(-1)
-        mujoco.mj_forward(m, d)
-        self.initial_goal = d.site_xpos[self.tip_sites].reshape(-1).copy()
-        self.palm_xpos = d.xpos[self.palm].copy()
-        self.initial_time = float(d.time)
-        self.initial_qpos = d.qpos.copy()
-        self.initial_qvel = d.qvel.copy()
+
+    # ---- what every hand task does to one env ------------------------------------------------------
+
+    def act(self, v: HandViews, action: FloatArray, relative: bool) -> None:
+        """Set the 20 actuators' controls from ``action`` (float64 in [-1, 1]), clipped to their ranges."""
+        if relative:
+            center = v.qpos[self.act_qadr]
+            center[self.coupled_acts] += v.qpos[self.coupled_qadr]
+        else:
+            center = self.ctrl_center
+        np.clip(center + action * self.ctrl_half_range, self.ctrl_low, self.ctrl_high, out=v.ctrl)
+
+    def advance(self, v: HandViews) -> None:
+        """Integrate ``n_substeps`` physics steps."""
+        mujoco.mj_step(self.model, v.data, nstep=self.n_substeps)
+
+
+class HandSim(HandModel):
+    """The ``MjModel`` of HandReach, its indices, its start state, and the per-env operations.
+
+    ``initial_goal`` (15,) holds the fingertip positions of the start state and ``palm_xpos`` (3,)
+    the palm's position, in metres.
+    """
+
+    def __init__(self, settings: HandReachSettings) -> None:
+        super().__init__(
+            "reach.xml",
+            n_substeps=settings.n_substeps,
+            initial_qpos=settings.initial_qpos,
+            width=settings.width,
+            height=settings.height,
+        )
+        obj = mujoco.mjtObj
+        self.tip_sites = np.array([self.name2id(obj.mjOBJ_SITE, n) for n in FINGERTIP_SITES], dtype=np.intp)
+        self.palm = self.name2id(obj.mjOBJ_BODY, "robot0:palm")
+        self.target_sites = np.array(
+            [self.name2id(obj.mjOBJ_SITE, f"target{i}") for i in range(len(FINGERTIP_SITES))], dtype=np.intp
+        )
+        self.finger_sites = np.array(
+            [self.name2id(obj.mjOBJ_SITE, f"finger{i}") for i in range(len(FINGERTIP_SITES))], dtype=np.intp
+        )
+        self.initial_goal = self.data.site_xpos[self.tip_sites].reshape(-1).copy()
+        self.palm_xpos = self.data.xpos[self.palm].copy()
+        n = self.robot_qadr.size
+        #: Length of the observation vector, and where the achieved goal sits in it.
+        self.obs_dim = 2 * n + 3 * len(FINGERTIP_SITES)
+        self.achieved = slice(2 * n, self.obs_dim)
 
     # ---- the per-env operations ----------------------------------------------------------------------
 
@@ -159,19 +199,6 @@ class HandSim:
         if rng.uniform() < RETURN_PROBABILITY:
             return self.initial_goal.copy()
         return goal.reshape(-1)
-
-    def act(self, v: HandViews, action: FloatArray, relative: bool) -> None:
-        """Set the 20 actuators' controls from ``action`` (float64 in [-1, 1]), clipped to their ranges."""
-        if relative:
-            center = v.qpos[self.act_qadr]
-            center[self.coupled_acts] += v.qpos[self.coupled_qadr]
-        else:
-            center = self.ctrl_center
-        np.clip(center + action * self.ctrl_half_range, self.ctrl_low, self.ctrl_high, out=v.ctrl)
-
-    def advance(self, v: HandViews) -> None:
-        """Integrate ``n_substeps`` physics steps."""
-        mujoco.mj_step(self.model, v.data, nstep=self.n_substeps)
 
     def observation(self, v: HandViews, out: FloatArray) -> None:
         """Write the ``obs_dim`` numbers of the observation (see ``HandReachEnv``) into ``out``."""
@@ -215,6 +242,7 @@ class HandViews:
         self.sim, self.data = sim, data
         self.qpos, self.qvel, self.ctrl = data.qpos, data.qvel, data.ctrl
         self.site_xpos = data.site_xpos
+        self.sensordata = data.sensordata
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (HandViews, (self.sim, self.data))
