@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -22,11 +22,9 @@ from runfolder import Range, RunError, setting
 from workers import Run, Timers
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
+from goalenvs.envs.mujoco_task import MujocoVectorEnv
 from her import HerStorage
 from her.strategies import goal_step_offsets
-
-if TYPE_CHECKING:
-    from goalenvs.envs.mujoco_task import MujocoVectorEnv
 
 CONF_FILE = Path(__file__).resolve().parent / "hyperparams" / "her_ddpg.yml"  # per-task settings
 POSITIVE, SHARE, COUNT = Range(float, 0.0, low_open=True), Range(float, 0.0, 1.0), Range(int, 1)
@@ -228,7 +226,7 @@ class Trainer:
         lo, hi = share(cfg.n_envs, rank, size)  # its batch and buffer follow its share of the envs
         self.n_local, self.batch_local = hi - lo, part(cfg.batch_size, lo, hi, cfg.n_envs)
         make: Any = dict(vectorization_mode="vector_entry_point", num_threads=1)
-        self.envs = cast("MujocoVectorEnv", gym.make_vec(cfg.env_id, self.n_local, **make))
+        self.envs = cast(MujocoVectorEnv, gym.make_vec(cfg.env_id, self.n_local, **make))
         self.eval_lo, eval_hi = share(cfg.eval_episodes, rank, size)  # its episodes of each evaluation
         self.eval_local = eval_hi - self.eval_lo
         self.eval_envs = [gym.make(cfg.env_id).unwrapped for _ in range(min(self.n_local, self.eval_local))]

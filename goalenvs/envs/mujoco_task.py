@@ -8,7 +8,7 @@ only what is its own: the goal reward, how an episode starts (:meth:`MujocoTask.
 action becomes controls and moves one env (:meth:`MujocoTask.controls`,
 :meth:`MujocoTask.advance_env`), one env's observation vector (:meth:`MujocoTask.observe_env`) and its
 frame (:meth:`MujocoTask.draw`). Every family's goal is a slice of the observation vector
-(``sim.achieved``), scored by the distance functions of :mod:`goalenvs.envs.fetch.goals`.
+(``sim.achieved``), scored by the distance functions of :mod:`goalenvs.envs.goal_functions`.
 
 :class:`MujocoEnv` is the batch of one (with a lock: two threads stepping one ``MjData`` crash
 MuJoCo) and :class:`MujocoVectorEnv` the batch of N, so env ``i`` of a vector env seeded ``s`` is the
@@ -18,7 +18,7 @@ single env seeded ``s + i``, bit for bit, whatever the number of threads.
 from __future__ import annotations
 
 # First, and for that alone: it sets the OpenGL backend default before anything imports mujoco.
-from goalenvs.envs.fetch.assets import mujoco  # noqa: F401  # isort: skip
+from goalenvs.envs.mujoco_assets import mujoco  # noqa: F401  # isort: skip
 
 import copy
 import dataclasses
@@ -36,7 +36,7 @@ from gymnasium.vector import AutoresetMode
 
 from goalenvs._util import check_int
 from goalenvs.core import NO_ELAPSED_STEPS, info_values_or_default
-from goalenvs.envs.fetch.goals import distance_reward, distance_success, goal_distance
+from goalenvs.envs.goal_functions import distance_reward, distance_success, goal_distance
 from goalenvs.task import Task, TaskEnv, seed_generators
 from goalenvs.vector import ConcurrentUseError, NativeVectorEnv
 

@@ -377,7 +377,7 @@ def test_compute_truncated_without_elapsed_steps_is_false_and_warns_once(monkeyp
 
 
 def test_mat2euler_matches_scalar_path_and_roundtrips() -> None:
-    from goalenvs.envs.fetch.goals import euler_from_xmat
+    from goalenvs.envs.goal_functions import euler_from_xmat
 
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -507,7 +507,7 @@ def test_render_error_when_mujoco_chose_its_backend_before_goalenvs() -> None:
     code = (
         "import mujoco\n"
         "import gymnasium as gym, goalenvs\n"
-        "from goalenvs.envs.fetch.assets import _mujoco_gl_choice\n"
+        "from goalenvs.envs.mujoco_assets import _mujoco_gl_choice\n"
         "env = gym.make('goalenvs/FetchReach-v0', render_mode='rgb_array', width=32, height=32)\n"
         "env.reset(seed=0)\n"
         "try:\n"
@@ -537,7 +537,7 @@ def test_render_error_when_mujoco_chose_its_backend_before_goalenvs() -> None:
 
 
 def test_render_error_names_the_backend_mujoco_read(monkeypatch) -> None:
-    import goalenvs.envs.fetch.assets as fetch
+    import goalenvs.envs.mujoco_assets as fetch
 
     backend, read = fetch._mujoco_gl_choice()
     monkeypatch.setattr(fetch, "_MUJOCO_IMPORTED_FIRST", False)

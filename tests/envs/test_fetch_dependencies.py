@@ -21,7 +21,11 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("missing", "error", "phrase"),
     [
-        ("mujoco", "ModuleNotFoundError", "the Fetch tasks need MuJoCo, which is not installed; "),
+        (
+            "mujoco",
+            "ModuleNotFoundError",
+            "the Fetch and Shadow Hand tasks need MuJoCo, which is not installed; ",
+        ),
         (
             "gymnasium_robotics",
             "DependencyNotInstalled",

@@ -25,13 +25,13 @@ import mujoco
 import numpy as np
 
 from goalenvs.envs.fetch.assets import fetch_assets_dir
-from goalenvs.envs.fetch.goals import euler_from_xmat
 from goalenvs.envs.fetch.settings import (
     AIR_TARGET_MAX_HEIGHT,
     MIN_OBJECT_GRIPPER_DIST,
     TASKS,
     FetchSettings,
 )
+from goalenvs.envs.goal_functions import euler_from_xmat
 
 __all__ = ["FetchSim", "FetchViews"]
 

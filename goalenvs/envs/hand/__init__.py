@@ -3,7 +3,7 @@
 HandReach (Gymnasium-Robotics' ``HandReach-v3``) and the in-hand manipulation of a block, an egg and
 a pen (``HandManipulate*-v1``):
 
-* :mod:`~goalenvs.envs.hand.assets`: MuJoCo (through the Fetch family's backend choice) and the MJCF files;
+* :mod:`~goalenvs.envs.hand.assets`: MuJoCo (through goalenvs.envs.mujoco_assets' backend choice) and the MJCF files;
 * :mod:`~goalenvs.envs.hand.settings`: the tasks' defaults and validated settings;
 * :mod:`~goalenvs.envs.hand.goals`: the pure goal functions (reward, success; quaternions);
 * :mod:`~goalenvs.envs.hand.sim`: the hand's model, its indices and the per-env operations on an

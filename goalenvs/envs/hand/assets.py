@@ -1,6 +1,6 @@
 """What the Shadow Hand tasks need from outside: MuJoCo and Gymnasium-Robotics' hand MJCF files.
 
-MuJoCo, and the offscreen renderer, come through the Fetch family's assets module, which picks a
+MuJoCo, and the offscreen renderer, come through goalenvs.envs.mujoco_assets, which picks a
 headless OpenGL backend (``MUJOCO_GL``) before mujoco is first imported and explains a failed
 context; the hand's models are Gymnasium-Robotics' own, read from its installed package without
 importing it.
@@ -14,7 +14,7 @@ from pathlib import Path
 from gymnasium import error
 
 # First: it sets the OpenGL backend default before anything imports mujoco.
-from goalenvs.envs.fetch.assets import INSTALL_FETCH, make_renderer, mujoco  # isort: skip
+from goalenvs.envs.mujoco_assets import INSTALL_FETCH, make_renderer, mujoco  # isort: skip
 
 __all__ = ["hand_assets_dir", "make_hand_renderer", "mujoco"]
 

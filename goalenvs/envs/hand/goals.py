@@ -3,7 +3,7 @@ touches MuJoCo: a replay buffer can call them on any batch, in any process.
 
 HandReach's goal is the 15 numbers of the five fingertip positions; its reward and success are the
 Fetch family's on the Euclidean distance over those 15 numbers (one distance for all five tips, not
-one per tip), so they are built on :mod:`goalenvs.envs.fetch.goals`.
+one per tip), so they are built on :mod:`goalenvs.envs.goal_functions`.
 
 A HandManipulate goal is the object's pose: position (3, m) and orientation (4, a unit quaternion
 ``w, x, y, z``). :func:`manipulate_distances` gives the position distance and the rotation angle, as
@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from goalenvs.envs.fetch.goals import distance_reward, distance_success, goal_distance, mat2euler
+from goalenvs.envs.goal_functions import distance_reward, distance_success, goal_distance, mat2euler
 
 __all__ = [
     "euler2mat",

@@ -1,0 +1,86 @@
+"""The robotics families' pure numpy goal functions: goal distance, the distance reward and success, Euler angles.
+
+Nothing here touches MuJoCo: a replay buffer can call them on any batch, in any process.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "distance_reward",
+    "distance_success",
+    "euler_from_xmat",
+    "goal_distance",
+    "mat2euler",
+]
+
+FloatArray = np.ndarray
+
+_EPS4 = float(np.finfo(np.float64).eps * 4.0)
+
+
+def goal_distance(goal_a: Any, goal_b: Any) -> FloatArray:
+    """Euclidean distance between goals over the last axis; any leading batch shape."""
+    a = np.asarray(goal_a)
+    b = np.asarray(goal_b)
+    if a.shape != b.shape:
+        raise ValueError(f"goal shapes differ: {a.shape} vs {b.shape}")
+    diff = a - b
+    # The same reduction as np.linalg.norm(axis=-1), without its dispatch overhead.
+    return np.sqrt(np.add.reduce(diff * diff, axis=-1))
+
+
+def distance_reward(d: Any, distance_threshold: float, dense: bool) -> FloatArray:
+    """The reward of goal distances ``d``: ``-d`` (dense) or ``-1.0``/``-0.0`` float32 by ``distance_threshold`` (sparse) (a step computes them once for reward and success).
+
+    Sparse is Gymnasium-Robotics' ``-float32(d > threshold)`` on every finite distance, but written
+    ``not d <= threshold`` so that a NaN distance (a NaN goal) scores -1 and agrees with
+    :func:`distance_success`, which calls it no success (``d > threshold`` is False for NaN: it scored
+    the success reward). Dense gives NaN there.
+    """
+    if dense:
+        return -d
+    if isinstance(d, np.generic):  # one goal: a numpy scalar, as Gymnasium-Robotics returns
+        return -np.float32(not float(d) <= distance_threshold)
+    return -np.logical_not(d <= distance_threshold).astype(np.float32)
+
+
+def distance_success(d: Any, distance_threshold: float) -> FloatArray:
+    """The success of goal distances ``d``: 1.0 (float32) where ``d < distance_threshold``."""
+    if isinstance(d, np.generic):
+        return np.float32(float(d) < distance_threshold)
+    return (d < distance_threshold).astype(np.float32)
+
+
+def mat2euler(mat: Any) -> FloatArray:
+    """Rotation matrices ``(..., 3, 3)`` to Euler angles ``(..., 3)``, Gymnasium-Robotics' convention.
+
+    The angles are those of the static x-y-z (roll, pitch, yaw) decomposition; near gimbal lock
+    (``cos(pitch) ~ 0``) roll is set to 0 and yaw absorbs the whole rotation about z.
+    """
+    m = np.asarray(mat, dtype=np.float64)
+    if m.shape[-2:] != (3, 3):
+        raise ValueError(f"mat2euler needs matrices of shape (..., 3, 3), got {m.shape}")
+    cos_pitch = np.sqrt(m[..., 2, 2] ** 2 + m[..., 1, 2] ** 2)
+    regular = cos_pitch > _EPS4
+    out = np.empty(m.shape[:-1])
+    out[..., 0] = np.where(regular, -np.arctan2(m[..., 1, 2], m[..., 2, 2]), 0.0)
+    out[..., 1] = -np.arctan2(-m[..., 0, 2], cos_pitch)
+    out[..., 2] = np.where(
+        regular, -np.arctan2(m[..., 0, 1], m[..., 0, 0]), -np.arctan2(-m[..., 1, 0], m[..., 1, 1])
+    )
+    return out
+
+
+def euler_from_xmat(xmat: list[float]) -> tuple[float, float, float]:
+    """Scalar :func:`mat2euler` of one row-major 3x3 matrix given as 9 floats (the per-step path)."""
+    m00, m01, m02, m10, m11, m12, _, _, m22 = xmat
+    cos_pitch = math.sqrt(m22 * m22 + m12 * m12)
+    pitch = -math.atan2(-m02, cos_pitch)
+    if cos_pitch > _EPS4:
+        return -math.atan2(m12, m22), pitch, -math.atan2(m01, m00)
+    return 0.0, pitch, -math.atan2(-m10, m11)
