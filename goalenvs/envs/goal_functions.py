@@ -1,4 +1,5 @@
-"""The robotics families' pure numpy goal functions: goal distance, the distance reward and success, Euler angles.
+"""The robotics families' pure numpy goal functions: goal distance, the distance reward and success (Fetch's
+reward and success of goal pairs), Euler angles.
 
 Nothing here touches MuJoCo: a replay buffer can call them on any batch, in any process.
 """
@@ -14,6 +15,8 @@ __all__ = [
     "distance_reward",
     "distance_success",
     "euler_from_xmat",
+    "fetch_reward",
+    "fetch_success",
     "goal_distance",
     "mat2euler",
 ]
@@ -32,6 +35,17 @@ def goal_distance(goal_a: Any, goal_b: Any) -> FloatArray:
     diff = a - b
     # The same reduction as np.linalg.norm(axis=-1), without its dispatch overhead.
     return np.sqrt(np.add.reduce(diff * diff, axis=-1))
+
+
+def fetch_reward(achieved_goal: Any, desired_goal: Any, distance_threshold: float, dense: bool) -> FloatArray:
+    """Fetch reward: ``-distance`` (dense) or ``-1.0``/``-0.0`` float32 by ``distance_threshold`` (sparse)."""
+    return distance_reward(goal_distance(achieved_goal, desired_goal), distance_threshold, dense)
+
+
+def fetch_success(achieved_goal: Any, desired_goal: Any, distance_threshold: float) -> FloatArray:
+    """1.0 (float32) where the achieved goal is strictly within ``distance_threshold`` of the desired one
+    (0.0 where the distance is NaN)."""
+    return distance_success(goal_distance(achieved_goal, desired_goal), distance_threshold)
 
 
 def distance_reward(d: Any, distance_threshold: float, dense: bool) -> FloatArray:

@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from goalenvs.envs.fetch.goals import fetch_reward
 from goalenvs.envs.fetch.settings import DEFAULT_SIZE, POS_ACTION_SCALE, FetchSettings
 from goalenvs.envs.fetch.sim import FetchSim, FetchViews
+from goalenvs.envs.goal_functions import fetch_reward
 from goalenvs.envs.mujoco_assets import make_renderer
 from goalenvs.envs.mujoco_task import (
     MujocoAttributes,
