@@ -141,7 +141,7 @@ def test_sb3_suite_runner_says_in_one_line_why_it_cannot_run(tmp_path: Path, cap
 # `# fmt: skip` lets a line run past ruff's layout (long lines, several statements' worth in one):
 # counted here so that a file's length stays what a reader sees, never won by cramming. The budget
 # may only fall; lower it when a change removes some.
-FMT_SKIP_BUDGET = {"her": 0, "examples": 47, "goalenvs": 12}
+FMT_SKIP_BUDGET = {"her": 0, "examples": 42, "goalenvs": 12}
 
 
 @pytest.mark.parametrize("package", sorted(FMT_SKIP_BUDGET))
