@@ -15,6 +15,7 @@ import pkgutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,10 +53,22 @@ def imports(path: Path, module: str) -> list[tuple[str, list[str], int]]:
     return found
 
 
+def goalenvs_modules() -> list[str]:
+    """Every module of goalenvs but ``__main__``."""
+    return [m.name for m in pkgutil.walk_packages(goalenvs.__path__, "goalenvs.") if "__main__" not in m.name]
+
+
+def last_json_line(script: str) -> Any:
+    """What ``script``, run in a fresh interpreter, printed last, read as JSON."""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.splitlines()[-1])
+
+
 def test_importing_every_goalenvs_module_imports_no_her():
-    names = [
-        m.name for m in pkgutil.walk_packages(goalenvs.__path__, "goalenvs.") if "__main__" not in m.name
-    ]
+    names = goalenvs_modules()
     script = (
         "import importlib, json, sys\n"
         f"for name in {names!r}:\n"
@@ -66,11 +79,7 @@ def test_importing_every_goalenvs_module_imports_no_her():
         "            raise\n"
         "print(json.dumps(sorted(m for m in sys.modules if m == 'her' or m.startswith('her.'))))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.splitlines()[-1]) == []
+    assert last_json_line(script) == []
     assert len(names) > 20  # the walk found the package's modules
 
 
@@ -78,14 +87,11 @@ def test_every_goalenvs_module_imports_first_without_a_cycle():
     """Each module imported as the first of the package (the others forgotten before each): a cycle
     between two modules only fails the import that comes first, e.g. the MuJoCo families' shared
     task module importing a family's package that imports it back."""
-    names = [
-        m.name for m in pkgutil.walk_packages(goalenvs.__path__, "goalenvs.") if "__main__" not in m.name
-    ]
     script = (
         "import importlib, json, sys, warnings\n"
         "warnings.simplefilter('ignore')  # re-imports register the ids again\n"
         "failed = []\n"
-        f"for name in {names!r}:\n"
+        f"for name in {goalenvs_modules()!r}:\n"
         "    for module in [m for m in sys.modules if m == 'goalenvs' or m.startswith('goalenvs.')]:\n"
         "        del sys.modules[module]\n"
         "    try:\n"
@@ -95,11 +101,7 @@ def test_every_goalenvs_module_imports_first_without_a_cycle():
         "            failed.append(f'{name}: {error}')\n"
         "print(json.dumps(failed))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.splitlines()[-1]) == []
+    assert last_json_line(script) == []
 
 
 def her_imports(root: Path = ROOT) -> list[str]:
