@@ -676,11 +676,11 @@ def test_panda_gym_copies_are_warnings_and_the_env_stays_usable() -> None:
     env = gym.make("panda_gym:PandaReach-v3")
     report = check_goal_env(env, n_steps=100)
     for name in ("deepcopy", "pickle"):
-        assert report.result(name).status == "warn"
+        assert report.result(name).status == "warn", report.format()
         assert "the copy and the original disagree" in report.result(name).message
     assert set(not_pass(report)) <= {
         "compute_terminated", "compute_reward_pure", "rollout_determinism", "deepcopy", "pickle",
-    }  # fmt: skip
+    }, report.format()  # fmt: skip
     gc.collect()
     env.reset(seed=1)
     env.step(env.action_space.sample())
