@@ -31,7 +31,7 @@ from goalenvs.envs.mujoco_task import (
     setting_property,
 )
 
-__all__ = ["ENV_DOC", "HandReachAttributes", "HandReachEnv", "HandReachTask"]
+__all__ = ["ENV_DOC", "HandReachAttributes", "HandReachEnv", "HandReachTask", "HandTask"]
 
 #: The description of the HandReach envs shared by HandReachEnv's and HandReachVectorEnv's docstrings.
 ENV_DOC = """
@@ -103,29 +103,11 @@ ENV_DOC = """
 """
 
 
-class HandReachTask(MujocoTask):
-    """HandReach with its settings: the functions both HandReach envs are built from (the state, the
-    threads, the scoring and the time limit are :class:`~goalenvs.envs.mujoco_task.MujocoTask`'s).
-
-    The goal functions read ``settings`` at call time, so an env's setting set anew
-    (``env.distance_threshold = 0.02``) takes effect at the next step and ``compute_reward``.
-    """
+class HandTask(MujocoTask):
+    """What every Shadow Hand task does to one env: set the 20 actuators from the clipped actions, step
+    the physics, observe, render; a hand task adds its goals, rewards and starts."""
 
     action_help = "20 numbers, one target angle per actuator, clipped to [-1, 1]"
-    family = "HandReach"
-
-    def __init__(self, settings: HandReachSettings) -> None:
-        sim = HandSim(settings)
-        super().__init__(settings=settings, sim=sim, views=HandViews, action_dim=int(sim.model.nu))
-
-    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
-        """Sparse (-1/0, float32) or dense (-distance) reward; pure, any leading batch shape."""
-        s = self.settings
-        return reach_reward(achieved_goal, desired_goal, s.distance_threshold, s.reward_type == "dense")
-
-    def restart(self, v: HandViews, rng: np.random.Generator) -> np.ndarray:
-        self.sim.restart(v)
-        return self.sim.sample_goal(rng)
 
     def controls(self, actions: np.ndarray) -> np.ndarray:
         """The actions clipped against the float32 bounds, then widened to float64: exactly the values
@@ -141,6 +123,30 @@ class HandReachTask(MujocoTask):
 
     def new_renderer(self) -> tuple[Any, Any]:
         return make_hand_renderer(self.sim.model, self.settings.height, self.settings.width)
+
+
+class HandReachTask(HandTask):
+    """HandReach with its settings: the functions both HandReach envs are built from (the state, the
+    threads, the scoring and the time limit are :class:`~goalenvs.envs.mujoco_task.MujocoTask`'s).
+
+    The goal functions read ``settings`` at call time, so an env's setting set anew
+    (``env.distance_threshold = 0.02``) takes effect at the next step and ``compute_reward``.
+    """
+
+    family = "HandReach"
+
+    def __init__(self, settings: HandReachSettings) -> None:
+        sim = HandSim(settings)
+        super().__init__(settings=settings, sim=sim, views=HandViews, action_dim=int(sim.model.nu))
+
+    def compute_reward(self, achieved_goal: Any, desired_goal: Any, info: Any) -> np.ndarray:
+        """Sparse (-1/0, float32) or dense (-distance) reward; pure, any leading batch shape."""
+        s = self.settings
+        return reach_reward(achieved_goal, desired_goal, s.distance_threshold, s.reward_type == "dense")
+
+    def restart(self, v: HandViews, rng: np.random.Generator) -> np.ndarray:
+        self.sim.restart(v)
+        return self.sim.sample_goal(rng)
 
     def draw(self, state: MujocoState, env: int) -> np.ndarray:
         """Env ``env``'s frame, the goal tips and the achieved tips shown as spheres."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from goalenvs.envs.hand.assets import make_hand_renderer
+from goalenvs.envs.hand.env import HandTask
 from goalenvs.envs.hand.goals import manipulate_distances, manipulate_reward, manipulate_success
 from goalenvs.envs.hand.manipulate_sim import ManipulateSim
 from goalenvs.envs.hand.settings import DEFAULT_SIZE, HandManipulateSettings
@@ -23,7 +23,6 @@ from goalenvs.envs.mujoco_task import (
     MujocoAttributes,
     MujocoEnv,
     MujocoState,
-    MujocoTask,
     setting_property,
 )
 
@@ -126,7 +125,7 @@ MANIPULATE_DOC = """
 """
 
 
-class HandManipulateTask(MujocoTask):
+class HandManipulateTask(HandTask):
     """An in-hand manipulation task with its settings: the functions both manipulate envs are built
     from (the state, the threads and the time limit are
     :class:`~goalenvs.envs.mujoco_task.MujocoTask`'s).
@@ -135,7 +134,6 @@ class HandManipulateTask(MujocoTask):
     (``env.rotation_threshold = 0.2``) takes effect at the next step and ``compute_reward``.
     """
 
-    action_help = "20 numbers, one target angle per actuator, clipped to [-1, 1]"
     family = "HandManipulate"
 
     def __init__(self, settings: HandManipulateSettings) -> None:
@@ -178,21 +176,6 @@ class HandManipulateTask(MujocoTask):
 
     def restart(self, v: HandViews, rng: np.random.Generator) -> np.ndarray:
         return self.sim.restart(v, rng, self.settings)
-
-    def controls(self, actions: np.ndarray) -> np.ndarray:
-        """The actions clipped against the float32 bounds, then widened to float64: exactly the values
-        Gymnasium-Robotics multiplies with the float64 control ranges."""
-        return self.clip(actions).astype(np.float64)
-
-    def advance_env(self, v: HandViews, i: int, controls: np.ndarray) -> None:
-        self.sim.act(v, controls[i], self.settings.relative_control)
-        self.sim.advance(v)
-
-    def observe_env(self, v: HandViews, out: np.ndarray) -> None:
-        self.sim.observation(v, out)
-
-    def new_renderer(self) -> tuple[Any, Any]:
-        return make_hand_renderer(self.sim.model, self.settings.height, self.settings.width)
 
     def draw(self, state: MujocoState, env: int) -> np.ndarray:
         """Env ``env``'s frame, with the goal pose shown by a translucent copy of the object."""

@@ -76,6 +76,23 @@ REACH_INITIAL_QPOS: Mapping[str, float] = {
 }
 
 
+def _hand_checks(settings: Any, default_qpos: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings every hand task shares, checked: ``initial_qpos`` (None: ``default_qpos``),
+    ``n_substeps``, ``relative_control``, ``max_steps`` (None: never truncated), ``width``, ``height``."""
+    qpos = default_qpos if settings.initial_qpos is None else settings.initial_qpos
+    if not isinstance(qpos, Mapping):
+        raise TypeError(f"initial_qpos must be a dict of joint name -> value(s), got {type(qpos).__name__}")
+    max_steps = settings.max_steps
+    return {
+        "n_substeps": check_int("n_substeps", settings.n_substeps, 1),
+        "relative_control": check_bool("relative_control", settings.relative_control),
+        "initial_qpos": qpos,
+        "max_steps": None if max_steps is None else check_int("max_steps", max_steps, 1),
+        "width": check_int("width", settings.width, 1),
+        "height": check_int("height", settings.height, 1),
+    }
+
+
 @dataclass(frozen=True)
 class HandReachSettings:
     """Every argument of a HandReach env, validated, with the defaults filled in: written once.
@@ -97,19 +114,9 @@ class HandReachSettings:
     def __post_init__(self) -> None:
         if self.reward_type not in REWARD_TYPES:
             raise ValueError(f"reward_type must be one of {list(REWARD_TYPES)}, got {self.reward_type!r}")
-        qpos = REACH_INITIAL_QPOS if self.initial_qpos is None else self.initial_qpos
-        if not isinstance(qpos, Mapping):
-            raise TypeError(
-                f"initial_qpos must be a dict of joint name -> value(s), got {type(qpos).__name__}"
-            )
         checked = {
             "distance_threshold": check_real("distance_threshold", self.distance_threshold, 0.0, strict=True),
-            "n_substeps": check_int("n_substeps", self.n_substeps, 1),
-            "relative_control": check_bool("relative_control", self.relative_control),
-            "initial_qpos": qpos,
-            "max_steps": None if self.max_steps is None else check_int("max_steps", self.max_steps, 1),
-            "width": check_int("width", self.width, 1),
-            "height": check_int("height", self.height, 1),
+            **_hand_checks(self, REACH_INITIAL_QPOS),
         }
         for name, value in checked.items():  # a frozen dataclass: set through object.__setattr__
             object.__setattr__(self, name, value)
@@ -185,11 +192,6 @@ class HandManipulateSettings:
 
     def __post_init__(self) -> None:
         obj = MANIPULATE_OBJECTS[_one_of("object", self.object, OBJECTS)]
-        qpos = {} if self.initial_qpos is None else self.initial_qpos
-        if not isinstance(qpos, Mapping):
-            raise TypeError(
-                f"initial_qpos must be a dict of joint name -> value(s), got {type(qpos).__name__}"
-            )
         rotate = self.randomize_initial_rotation
         ignore_z = self.ignore_z_target_rotation
         threshold = obj.distance_threshold if self.distance_threshold is None else self.distance_threshold
@@ -209,12 +211,7 @@ class HandManipulateSettings:
             if ignore_z is None
             else check_bool("ignore_z_target_rotation", ignore_z),
             "touch_get_obs": _one_of("touch_get_obs", self.touch_get_obs, TOUCH_OBS),
-            "n_substeps": check_int("n_substeps", self.n_substeps, 1),
-            "relative_control": check_bool("relative_control", self.relative_control),
-            "initial_qpos": qpos,
-            "max_steps": None if self.max_steps is None else check_int("max_steps", self.max_steps, 1),
-            "width": check_int("width", self.width, 1),
-            "height": check_int("height", self.height, 1),
+            **_hand_checks(self, {}),
         }
         for name, value in checked.items():  # a frozen dataclass: set through object.__setattr__
             object.__setattr__(self, name, value)
