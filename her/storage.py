@@ -520,13 +520,12 @@ class HerStorage:
     def _overwrite(self, p: int, rows: int) -> None:
         """Before rows ``p`` to ``p + rows - 1`` are written again: the episodes that begin there leave
         the samples, the entries become unfinished (-1), and the slots of the episodes ending there are freed."""
-        for row in range(p, p + rows) if self._starts else ():
+        for row in range(p, p + rows) if self._starts or self._ends else ():  # a first row before a last
             for slot in self._starts.pop(row, ()):
                 self._mark(slot, -2 - slot)
                 self._sampleable -= int(self._table[slot, 1])
-        self._slots[p * self.n_envs : (p + rows) * self.n_envs] = -1
-        for row in range(p, p + rows) if self._ends else ():
             self._free += self._ends.pop(row, ())
+        self._slots[p * self.n_envs : (p + rows) * self.n_envs] = -1
 
     def _book(
         self, env: int, last_row: int, length: int, final: dict[str, Any], later: int = 0, stacklevel: int = 5
