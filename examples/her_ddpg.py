@@ -19,7 +19,7 @@ import torch.distributed as dist
 # The examples' shared modules (examples/nets.py, runfolder.py, workers.py):
 from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, net_input, record_gif, stack
 from runfolder import Range, RunError, setting
-from workers import Run, Timers
+from workers import Run, Timers, all_sum, part, share
 
 import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 from goalenvs.envs.mujoco_task import MujocoVectorEnv
@@ -55,6 +55,8 @@ class Config:
     noise_eps: float = setting(0.2, Range(float, 0.0))  # Gaussian exploration noise ...
     random_eps: float = setting(0.3, SHARE)  # ... and this share of uniformly random actions
     n_sampled_goal: int = setting(4, Range(int, 0))  # 'future' goals: k / (k + 1) of a batch relabelled
+    n_step: int = setting(1, COUNT)  # critic targets over the next n steps (MHER(lambda)); 1: the HER paper's
+    mher_lambda: float = setting(0.7, SHARE)  # the i-step targets' weights: mher_lambda ** (i - 1)
     clip_obs: float = setting(200.0, POSITIVE)
     norm_clip: float = setting(5.0, POSITIVE)  # normalised inputs clipped to +-norm_clip std
     norm_eps: float = setting(0.01, POSITIVE)
@@ -69,24 +71,6 @@ class Config:
 FREE_ON_RESUME = ("epochs", "threads")  # what a resumed run may change: how it computes, not what it learns
 TIMERS = ("env", "act", "store", "sample", "update", "sync", "eval", "checkpoint")  # eval.csv's t_* columns
 LOSSES = ("train/critic_loss", "train/actor_loss", "train/q_mean", "train/q_target_mean")  # per update
-
-
-def share(n: int, rank: int, size: int) -> tuple[int, int]:
-    """Worker ``rank``'s items ``[lo, hi)`` of ``n`` (contiguous; sizes differ by at most one)."""
-    return n * rank // size, n * (rank + 1) // size
-
-
-def part(total: int, lo: int, hi: int, n: int) -> int:
-    """The part of ``total`` (a batch, a buffer) that goes with items ``[lo, hi)`` of ``n`` envs."""
-    return total * hi // n - total * lo // n
-
-
-def all_sum(array: np.ndarray) -> np.ndarray:
-    """``array`` summed over the workers (itself when alone)."""
-    tensor = torch.from_numpy(np.array(array))
-    if dist.is_initialized():
-        dist.all_reduce(tensor)
-    return tensor.numpy()
 
 
 def flat_grads(module: torch.nn.Module) -> torch.Tensor:
@@ -166,15 +150,29 @@ class Agent:
     def targets(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """A batch's network input, actions and the critic's clipped targets (from the target networks)."""
         obs, nxt = batch["observations"], batch["next_observations"]
-        x = self.inputs(obs["observation"], obs["desired_goal"])
-        x2 = self.inputs(nxt["observation"], nxt["desired_goal"])
-        a = self.tensor(batch["actions"])
-        r = self.tensor(batch["rewards"]).unsqueeze(1)
-        not_done = 1.0 - self.tensor(batch["terminateds"]).unsqueeze(1)
+        x, a = self.inputs(obs["observation"], obs["desired_goal"]), self.tensor(batch["actions"])
         with torch.no_grad():
+            if self.cfg.n_step > 1:
+                return x, a, self.nstep_target(batch).clamp_(-self.clip_return, 0.0)
+            x2 = self.inputs(nxt["observation"], nxt["desired_goal"])
+            r, done = (
+                self.tensor(batch["rewards"]).unsqueeze(1),
+                self.tensor(batch["terminateds"]).unsqueeze(1),
+            )
             q2 = self.critic_target(torch.cat([x2, torch.tanh(self.actor_target(x2))], 1))
-            target = (r + self.cfg.gamma * not_done * q2).clamp_(-self.clip_return, 0.0)
-        return x, a, target
+            return x, a, (r + self.cfg.gamma * (1.0 - done) * q2).clamp_(-self.clip_return, 0.0)
+
+    def nstep_target(self, batch: dict[str, Any]) -> torch.Tensor:
+        """MHER(lambda)'s target, ``(B, 1)``: the i-step returns ``y_i = sum_{j<i} gamma^j r_{t+j} + gamma^i
+        Q'(s_{t+i})`` (i = 1 .. n, those within the episode) averaged with weights ``lambda ** (i - 1)``."""
+        nxt, (b, n) = batch["nstep_observations"], batch["nstep_rewards"].shape
+        x = self.inputs(nxt["observation"].reshape(b * n, -1), nxt["desired_goal"].reshape(b * n, -1))
+        q = self.critic_target(torch.cat([x, torch.tanh(self.actor_target(x))], 1)).view(b, n)
+        r, done, valid = (self.tensor(batch[f"nstep_{k}"]) for k in ("rewards", "terminateds", "valid"))
+        discounts = self.cfg.gamma ** torch.arange(n + 1, dtype=torch.float32, device=q.device)
+        returns = torch.cumsum(r * discounts[:n], 1) + discounts[1:] * (1.0 - done) * q
+        weights = valid * self.cfg.mher_lambda ** torch.arange(n, dtype=torch.float32, device=q.device)
+        return (weights * returns).sum(1, keepdim=True) / weights.sum(1, keepdim=True)
 
     def update_targets(self) -> None:
         """Move the target networks (and the averaged greedy policy) towards the networks."""
@@ -305,7 +303,7 @@ class Trainer:
         """The cycle's ``n_batches`` batches (this worker's share of each), drawn as they are needed."""
         for _ in range(self.cfg.n_batches):
             with self.timers("sample"):
-                batch = self.storage.sample_arrays(self.batch_local)
+                batch = self.storage.sample_arrays(self.batch_local, self.cfg.n_step)
             yield batch
             self.updates += 1
 

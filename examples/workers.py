@@ -17,6 +17,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
+import numpy as np
 import runfolder as rf  # examples/runfolder.py
 import torch
 import torch.distributed as dist
@@ -42,6 +43,24 @@ class Timers:
             spent = time.perf_counter() - t0
             self.seconds[name] += spent - self.inner.pop()
             self.inner[-1] += spent
+
+
+def share(n: int, rank: int, size: int) -> tuple[int, int]:
+    """Worker ``rank``'s items ``[lo, hi)`` of ``n`` (contiguous; sizes differ by at most one)."""
+    return n * rank // size, n * (rank + 1) // size
+
+
+def part(total: int, lo: int, hi: int, n: int) -> int:
+    """The part of ``total`` (a batch, a buffer) that goes with items ``[lo, hi)`` of ``n`` envs."""
+    return total * hi // n - total * lo // n
+
+
+def all_sum(array: np.ndarray) -> np.ndarray:
+    """``array`` summed over the workers (itself when alone)."""
+    tensor = torch.from_numpy(np.array(array))
+    if dist.is_initialized():
+        dist.all_reduce(tensor)
+    return tensor.numpy()
 
 
 def orphaned() -> bool:
@@ -202,10 +221,13 @@ class Run:
         fix = "restore it (the checkpoint's manifest holds the run's settings) or start again with --force"
         saved = rf.read_json(path, "--resume", self.script, fix)
         recorded = saved.pop("tensorboard", None) if isinstance(saved, dict) else None
-        if not isinstance(saved, dict) or set(saved) != set(self.specs):
+        # A setting added since the run began takes its default, which keeps the behaviour the run had.
+        missing = set(self.specs) - set(saved) if isinstance(saved, dict) else set()
+        if not isinstance(saved, dict) or set(saved) - set(self.specs) or {"env_id", "seed"} & missing:
             got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
             raise RunError(f"--resume: {path} does not hold the settings of a run of {self.script} (keys {got}); {fix}")  # fmt: skip
         rf.check_settings(saved, self.specs, f"--resume: {path}, key")
+        saved |= {f.name: getattr(self.config(), f.name) for f in fields(self.config) if f.name in missing}
         changed = {k: v for k, v in values.items() if k not in self.free and v != saved[k]}
         if changed:
             may = ", ".join("--" + k.replace("_", "-") for k in self.free)

@@ -603,11 +603,17 @@ class HerStorage:
         return envs
 
     # ------------------------------------------------------------------ sampling
-    def sample(self, batch_size: int) -> dict[str, Any]:
+    def sample(self, batch_size: int, n_step: int = 1) -> dict[str, Any]:
         """``batch_size`` transitions of complete episodes, the last ``int(her_ratio * B)`` relabelled:
         ``{"observations": {key: (B, ...)}, "actions", "rewards", "next_observations", "terminateds",
-        "truncateds", "relabelled"}`` (rewards and flags float32), numpy or torch on ``device``."""
-        batch = self.sample_arrays(batch_size)
+        "truncateds", "relabelled"}`` (rewards and flags float32), numpy or torch on ``device``.
+
+        ``n_step > 1`` adds the next ``n`` steps of each transition's episode under its (new) goal, for
+        multi-step targets (MHER, arXiv 2102.12962): ``"nstep_observations"`` ``{key: (B, n, ...)}``,
+        the states ``s_{t+1} .. s_{t+n}``; ``"nstep_rewards"``, ``"nstep_terminateds"`` ``(B, n)``, of
+        steps ``t .. t+n-1``; ``"nstep_valid"`` ``(B, n)``, 1 where that step is in the episode (past its
+        end the other three repeat the last step's values)."""
+        batch = self.sample_arrays(batch_size, n_step)
         if self.device is None:
             return batch
         import torch
@@ -619,12 +625,12 @@ class HerStorage:
 
         return tensors(batch)
 
-    def sample_arrays(self, batch_size: int) -> dict[str, Any]:
+    def sample_arrays(self, batch_size: int, n_step: int = 1) -> dict[str, Any]:
         """:meth:`sample`, always as numpy arrays."""
-        batch_size = check_int("batch_size", batch_size, 1)
+        batch_size, n_step = check_int("batch_size", batch_size, 1), check_int("n_step", n_step, 1)
         self._enter("sample")
         try:
-            return self._sample(batch_size)
+            return self._sample(batch_size, n_step)
         finally:
             self._lock.release()
 
@@ -644,7 +650,7 @@ class HerStorage:
             count -= len(drawn)
         return found[0] if len(found) == 1 else np.concatenate(found)
 
-    def _sample(self, batch_size: int) -> dict[str, Any]:
+    def _sample(self, batch_size: int, n_step: int = 1) -> dict[str, Any]:
         T, n, data = self.steps_per_env, self.n_envs, self._data
         if self._sampleable == 0:
             raise RuntimeError(self._nothing_to_sample())
@@ -682,7 +688,39 @@ class HerStorage:
         if n_relabel:
             v = slice(batch_size - n_relabel, None)
             self._relabel(batch, v, index[v], slot[v], step[v], remaining[v])
+        if n_step > 1:
+            self._next_steps(batch, n_step, index, slot, remaining, batch_size - n_relabel)
         return batch
+
+    def _next_steps(
+        self, batch: dict[str, Any], n_step: int, index: Any, slot: Any, left: Any, kept: int
+    ) -> None:
+        """Add the ``nstep_*`` arrays of :meth:`sample`: steps ``t + k - 1`` and states ``s_{t+k}``,
+        ``k = 1 .. n`` (clipped to the episode's last step), with the relabelled rows' rewards recomputed."""
+        B, n, size = len(index), self.n_envs, self.steps_per_env * self.n_envs
+        k = np.minimum(np.arange(1, n_step + 1), left[:, None])  # (B, n): 1 .. steps left
+        steps = (index[:, None] + (k - 1) * n) % size  # entries of steps t + k - 1
+        final = k == left[:, None]  # s_{t+k} is the episode's final observation
+        finals_at = np.broadcast_to(slot[:, None], k.shape)[final]
+        obs = {}
+        for key, values in self._finals.items():
+            obs[key] = self._data[f"obs/{key}"].take((steps + n) % size, axis=0)
+            obs[key][final] = values[finals_at]
+        rewards, terminateds = self._data["reward"].take(steps), self._data["terminated"].take(steps)
+        if kept < B:  # the relabelled rows: their goal, and the rewards (and flags) under it
+            assert self.reward_fn is not None  # else _relabel raised
+            goals = batch["observations"]["desired_goal"][kept:]
+            obs["desired_goal"][kept:] = goals[:, None]
+            achieved = obs["achieved_goal"][kept:].reshape(-1, *goals.shape[1:])
+            args = (achieved, np.repeat(goals, n_step, axis=0), self._infos(steps[kept:].ravel()))
+            rewards[kept:] = np.reshape(self.reward_fn(*args), (B - kept, n_step))
+            if self.recompute_terminated:
+                assert self.terminated_fn is not None
+                terminateds[kept:] = np.reshape(self.terminated_fn(*args), (B - kept, n_step))
+        batch["nstep_observations"] = obs
+        batch["nstep_rewards"] = rewards.astype(np.float32)
+        batch["nstep_terminateds"] = terminateds.astype(np.float32)
+        batch["nstep_valid"] = (np.arange(1, n_step + 1) <= left[:, None]).astype(np.float32)
 
     def _relabel(self, batch: dict[str, Any], v: slice, index: Any, slot: Any, step: Any, left: Any) -> None:
         """New goals for the transitions ``v`` of ``batch`` (entries ``index``), their rewards (and flags)."""
@@ -701,11 +739,7 @@ class HerStorage:
         goals[last] = self._finals["achieved_goal"][slot[last]]
         # The goal is part of the state: the next observation pursues the same new goal.
         batch["observations"]["desired_goal"][v] = batch["next_observations"]["desired_goal"][v] = goals
-        infos: Any = None
-        if self.info_keys:
-            infos = {key: self._data[f"info/{key}"].take(index, axis=0) for key in self.info_keys}
-        elif self.copy_info_dict:
-            infos = self._data["info_dict"].take(index)
+        infos = self._infos(index)
         # r_t depends on the state s_{t+1} the action led to: compare the *next* achieved goal.
         achieved = batch["next_observations"]["achieved_goal"][v]
         batch["rewards"][v] = np.asarray(self.reward_fn(achieved, goals, infos), np.float32).reshape(
@@ -715,6 +749,12 @@ class HerStorage:
             assert self.terminated_fn is not None
             flags = np.asarray(self.terminated_fn(achieved, goals, infos), np.float32)
             batch["terminateds"][v] = flags.reshape(len(goals))
+
+    def _infos(self, entries: np.ndarray) -> Any:
+        """What the reward function gets of the steps ``entries``: the info columns, the info dicts, or None."""
+        if self.info_keys:
+            return {key: self._data[f"info/{key}"].take(entries, axis=0) for key in self.info_keys}
+        return self._data["info_dict"].take(entries) if self.copy_info_dict else None
 
     def _nothing_to_sample(self) -> str:
         if not self._outgrown.any():

@@ -28,6 +28,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
 import her_ddpg  # noqa: E402
+import workers  # noqa: E402
 
 from tests.examples.folder_checks import fails  # noqa: E402
 
@@ -129,13 +130,13 @@ def _tensorboard(folder: Path) -> dict[str, list[tuple[int, float]]]:
 
 def test_shares_partition_the_envs_batch_and_buffer() -> None:
     for size in (1, 2, 3, 5):
-        envs = [her_ddpg.share(16, rank, size) for rank in range(size)]
+        envs = [workers.share(16, rank, size) for rank in range(size)]
         assert envs[0][0] == 0 and envs[-1][1] == 16
         assert all(a[1] == b[0] for a, b in zip(envs, envs[1:], strict=False))  # contiguous
         assert max(hi - lo for lo, hi in envs) - min(hi - lo for lo, hi in envs) <= 1  # even
-        assert sum(her_ddpg.part(2048, lo, hi, 16) for lo, hi in envs) == 2048
-        assert sum(her_ddpg.part(1_000_000, lo, hi, 16) for lo, hi in envs) == 1_000_000
-    assert her_ddpg.share(16, 0, 1) == (0, 16)  # one worker: everything
+        assert sum(workers.part(2048, lo, hi, 16) for lo, hi in envs) == 2048
+        assert sum(workers.part(1_000_000, lo, hi, 16) for lo, hi in envs) == 1_000_000
+    assert workers.share(16, 0, 1) == (0, 16)  # one worker: everything
 
 
 def test_more_workers_than_envs_is_refused_before_anything_is_written(tmp_path) -> None:

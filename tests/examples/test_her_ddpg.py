@@ -154,6 +154,64 @@ def test_updates_take_the_textbook_steps_in_turn_bit_for_bit(bf16: bool) -> None
             assert torch.equal(p, q), net
 
 
+def test_nstep_target_is_the_lambda_weighted_mean_of_the_i_step_returns_within_the_episode() -> None:
+    """MHER(lambda): y = sum_i w_i y_i / sum_i w_i, w_i = lambda^(i-1) where step t+i-1 is in the episode,
+    y_i = sum_{j<i} gamma^j r_{t+j} + gamma^i (1 - terminated_{t+i-1}) Q'(s_{t+i}, pi'(s_{t+i})); clipped."""
+    cfg = her_ddpg.Config(hidden=16, layers=2, bf16=False, n_step=3, mher_lambda=0.5, gamma=0.9)
+    torch.manual_seed(0)
+    agent = her_ddpg.Agent(cfg, obs_dim=5, goal_dim=3, act_dim=4)
+    rng = np.random.default_rng(1)
+    b, n = 6, 3
+    batch = _batch(rng, b)
+    batch["nstep_observations"] = {"observation": rng.normal(size=(b, n, 5)).astype(np.float32),
+                                   "desired_goal": rng.normal(size=(b, n, 3)).astype(np.float32)}  # fmt: skip
+    batch["nstep_rewards"] = -rng.integers(0, 2, (b, n)).astype(np.float32)
+    batch["nstep_terminateds"] = np.zeros((b, n), np.float32)
+    batch["nstep_valid"] = np.ones((b, n), np.float32)
+    batch["nstep_valid"][1, 2:] = batch["nstep_valid"][2, 1:] = 0.0  # episodes ending after 2 and 1 steps
+    batch["nstep_terminateds"][3, 1] = 1.0  # ... and one terminated on its second step
+    batch["nstep_valid"][3, 2:] = 0.0
+    _, _, target = agent.targets(batch)
+    for row in range(b):
+        returns, weights = [], []
+        for i in range(1, n + 1):
+            if not batch["nstep_valid"][row, i - 1]:
+                continue
+            nxt = batch["nstep_observations"]
+            x = agent.inputs(nxt["observation"][row, i - 1 : i], nxt["desired_goal"][row, i - 1 : i])
+            with torch.no_grad():
+                q = float(agent.critic_target(torch.cat([x, torch.tanh(agent.actor_target(x))], 1)))
+            rewards = sum(cfg.gamma**j * float(batch["nstep_rewards"][row, j]) for j in range(i))
+            done = float(batch["nstep_terminateds"][row, i - 1])
+            returns.append(rewards + cfg.gamma**i * (1 - done) * q)
+            weights.append(cfg.mher_lambda ** (i - 1))
+        expected = min(max(np.dot(weights, returns) / sum(weights), -1 / (1 - cfg.gamma)), 0.0)
+        assert float(target[row, 0]) == pytest.approx(expected, rel=1e-5, abs=1e-6), row
+
+
+def test_a_run_begun_before_a_setting_existed_resumes_with_its_default(tmp_path: Path) -> None:
+    """A run folder whose config.json and checkpoint lack a setting added since (here n_step and
+    mher_lambda) resumes, with that setting's default (the behaviour the run had); a new run with
+    --n-step 3 trains, resumes and records it."""
+    out = tmp_path / "old"
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
+    config = json.loads((out / "config.json").read_text())
+    (out / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k not in ("n_step", "mher_lambda")}))  # fmt: skip
+    manifest_path = _checkpoint(out) / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    for key in ("n_step", "mher_lambda"):
+        del manifest["meta"]["config"][key]
+    manifest_path.write_text(json.dumps(manifest))
+    her_ddpg.main(["--resume", str(out), "--epochs", "2", "--no-gif"])
+    assert json.loads((out / "config.json").read_text())["n_step"] == 1
+    assert [int(r["epoch"]) for r in _rows(out)] == [1, 2]
+    new = tmp_path / "new"
+    her_ddpg.main([*TINY, "--epochs", "1", "--n-step", "3", "--output", str(new)])
+    her_ddpg.main(["--resume", str(new), "--epochs", "2", "--no-gif"])
+    assert json.loads((new / "config.json").read_text())["n_step"] == 3
+    assert _state(new)["updates"] == 12
+
+
 def _rows(out: Path) -> list[dict[str, str]]:
     return list(csv.DictReader((out / "eval.csv").open()))
 

@@ -149,6 +149,20 @@ def check_batch(batch: dict, recorder: Recorder, storage: HerStorage, batch_size
         assert batch["rewards"][i] == (0.0 if j == t else -1.0)
 
 
+def scenario_storage(capacity, n_envs, strategy, n_sampled_goal, seed, **kwargs) -> HerStorage:
+    return HerStorage(
+        capacity,
+        SPACE,
+        ACTION_SPACE,
+        reward_fn,
+        n_envs=n_envs,
+        n_sampled_goal=n_sampled_goal,
+        goal_selection_strategy=strategy,
+        seed=seed,
+        **kwargs,
+    )
+
+
 scenario = dict(
     n_envs=st.integers(1, 3),
     capacity=st.integers(1, 40),
@@ -168,16 +182,7 @@ scenario = dict(
 def test_samples_match_the_reference(
     n_envs, capacity, n_steps, lengths, kinds, strategy, n_sampled_goal, cut, seed
 ):
-    storage = HerStorage(
-        capacity,
-        SPACE,
-        ACTION_SPACE,
-        reward_fn,
-        n_envs=n_envs,
-        n_sampled_goal=n_sampled_goal,
-        goal_selection_strategy=strategy,
-        seed=seed,
-    )
+    storage = scenario_storage(capacity, n_envs, strategy, n_sampled_goal, seed)
     recorder = Recorder(storage, lengths[:n_envs], kinds, bools=seed % 2 == 1)
     for _ in range(n_steps):
         recorder.step()
@@ -208,6 +213,74 @@ def test_samples_match_the_reference(
         check_batch(storage.sample(33), recorder, storage, 33)
 
 
+def check_next_steps(batch: dict, recorder: Recorder, n_step: int, recompute: bool) -> None:
+    """The ``nstep_*`` arrays against the reference: step ``t + k - 1`` and state ``s_{t+k}`` of the
+    transition's episode, clipped to its last step, under the transition's (new) goal."""
+    sampleable = recorder.sampleable()
+    obs, nxt = batch["observations"], batch["nstep_observations"]
+    for i in range(len(batch["rewards"])):
+        env, ordinal, t = obs["observation"][i].astype(int)
+        episode, goal = sampleable[(env, ordinal)], obs["desired_goal"][i]
+        for k in range(1, n_step + 1):
+            kk = min(k, episode.length - t)  # clipped to the episode's last step
+            assert batch["nstep_valid"][i, k - 1] == float(k == kk)
+            for key in ("observation", "achieved_goal"):
+                np.testing.assert_array_equal(nxt[key][i, k - 1], [env, ordinal, t + kk])
+            np.testing.assert_array_equal(nxt["desired_goal"][i, k - 1], goal)
+            terminated = episode.flags[t + kk - 1][0]
+            if batch["relabelled"][i]:
+                reached = np.array_equal(goal, [env, ordinal, t + kk])
+                assert batch["nstep_rewards"][i, k - 1] == (0.0 if reached else -1.0)
+                terminated = reached if recompute else terminated
+            else:
+                assert batch["nstep_rewards"][i, k - 1] == t + kk - 1  # the stored reward
+            assert batch["nstep_terminateds"][i, k - 1] == float(terminated)
+        np.testing.assert_array_equal(nxt["observation"][i, 0], batch["next_observations"]["observation"][i])
+        assert batch["nstep_rewards"][i, 0] == batch["rewards"][i]
+
+
+@settings(max_examples=80, deadline=None)
+@given(**scenario, n_step=st.integers(1, 6), recompute=st.booleans())
+@pytest.mark.filterwarnings("ignore:an episode of env")
+def test_next_steps_match_the_reference(
+    n_envs, capacity, n_steps, lengths, kinds, strategy, n_sampled_goal, cut, seed, n_step, recompute
+):
+    """``sample(B, n_step)``: the batch of ``sample(B)`` (same seed), plus the episode's next n steps."""
+    storages = [
+        scenario_storage(
+            capacity,
+            n_envs,
+            strategy,
+            n_sampled_goal,
+            seed,
+            recompute_terminated=recompute,
+            terminated_fn=terminated_fn,
+        )
+        for _ in range(2)
+    ]
+    recorders = [Recorder(storage, lengths[:n_envs], kinds) for storage in storages]
+    for _ in range(n_steps):
+        for recorder in recorders:
+            recorder.step()
+    if cut:
+        for storage, recorder in zip(storages, recorders, strict=True):
+            storage.end_episodes()
+            recorder.cut()
+    if not recorders[0].sampleable():
+        return
+    plain, batch = storages[0].sample(40), storages[1].sample(40, n_step)
+    for key, value in plain.items():
+        if isinstance(value, dict):
+            for name in value:
+                np.testing.assert_array_equal(batch[key][name], value[name])
+        else:
+            np.testing.assert_array_equal(batch[key], value)
+    if n_step == 1:
+        assert "nstep_rewards" not in batch
+        return
+    check_next_steps(batch, recorders[1], n_step, recompute)
+
+
 @settings(max_examples=60, deadline=None)
 @given(**scenario)
 @pytest.mark.filterwarnings("ignore:an episode of env")
@@ -227,16 +300,7 @@ def test_extend_equals_add_when_an_outgrown_episode_overwrote_an_ended_one():
 def _extend_and_add(n_envs, capacity, n_steps, lengths, kinds, strategy, n_sampled_goal, cut, seed):
     storages = []
     for blocks in (False, True):
-        storage = HerStorage(
-            capacity,
-            SPACE,
-            ACTION_SPACE,
-            reward_fn,
-            n_envs=n_envs,
-            n_sampled_goal=n_sampled_goal,
-            goal_selection_strategy=strategy,
-            seed=seed,
-        )
+        storage = scenario_storage(capacity, n_envs, strategy, n_sampled_goal, seed)
         recorder = Recorder(storage, lengths[:n_envs], kinds, bools=seed % 2 == 1)
         steps = []
         storage.add = lambda *step, steps=steps: steps.append(step)  # collect the steps the recorder makes
