@@ -1,11 +1,12 @@
-"""A test-only shim that lets Gymnasium-Robotics 1.4.2 build its Fetch envs on MuJoCo >= 3.12.
+"""A test-only shim that lets Gymnasium-Robotics 1.4.2 build its Fetch and hand envs on MuJoCo >= 3.12.
 
 Its ``mujoco_utils`` asserts that a joint's type is one of ``mujoco.mjtJoint``'s values, and since
 MuJoCo 3.12 those enums no longer compare equal to numpy integers. :func:`int_enum_mujoco` is the
 ``mujoco`` module as that file sees it, with those enums as plain ints; everything else is MuJoCo's
 own. :func:`register_shimmed_gymnasium_robotics` registers Gymnasium-Robotics' envs with it for one
-test. Used by ``tests/envs/test_fetch.py``, ``tests/envs/test_hand.py`` and
-``tests/data/record_fetch_golden.py``.
+test. Used by ``tests/envs/test_fetch.py``, ``tests/envs/test_hand.py``,
+``tests/envs/test_hand_manipulate.py``, ``tests/data/record_fetch_golden.py`` and
+``tests/data/record_hand_golden.py``.
 """
 
 from __future__ import annotations
