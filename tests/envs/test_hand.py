@@ -1,9 +1,13 @@
 """Tests of HandReach: registration, fidelity with Gymnasium-Robotics' ``HandReach-v3``, the checker.
 
-Fidelity is tested against Gymnasium-Robotics itself on the installed MuJoCo, made to run on MuJoCo
->= 3.12 by the test-only shim of ``tests/data/gr_mujoco_shim.py`` (its ``mujoco_utils`` compares
-numpy joint types with MuJoCo enums, which fails since 3.12; the shim hands it plain ints): same
-seeds, full 50-step episodes of seeded random actions, everything equal to 1e-9.
+Fidelity is tested two ways:
+
+* against golden trajectories recorded from Gymnasium-Robotics 1.4.2 on MuJoCo 3.11.0 and 4.0.0
+  (``tests/data/record_hand_golden.py``), in ``tests/envs/test_hand_golden.py``;
+* here, against Gymnasium-Robotics itself on the installed MuJoCo, made to run on MuJoCo >= 3.12 by
+  the test-only shim of ``tests/data/gr_mujoco_shim.py`` (its ``mujoco_utils`` compares numpy joint
+  types with MuJoCo enums, which fails since 3.12; the shim hands it plain ints): same seeds, full
+  50-step episodes of seeded random actions, everything equal to 1e-9.
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
 """Tests of the in-hand manipulation tasks (HandManipulate*: block, egg, pen): registration, fidelity
 with Gymnasium-Robotics' ``HandManipulate*-v1``, the goal functions, the vector env, the checker.
 
-Fidelity is tested against Gymnasium-Robotics itself on the installed MuJoCo, made to run on MuJoCo
->= 3.12 by the test-only shim of ``tests/data/gr_mujoco_shim.py``: same seeds, full 100-step episodes
-of seeded random actions, observations, rewards, successes, goals, controls and ``qpos`` equal to 1e-9
-(in practice bit for bit).
+Fidelity is tested two ways:
+
+* against golden trajectories recorded from Gymnasium-Robotics 1.4.2 on MuJoCo 3.11.0 and 4.0.0
+  (``tests/data/record_hand_golden.py``), in ``tests/envs/test_hand_golden.py``;
+* here, against Gymnasium-Robotics itself on the installed MuJoCo, made to run on MuJoCo >= 3.12 by
+  the test-only shim of ``tests/data/gr_mujoco_shim.py``: same seeds, full 100-step episodes of seeded
+  random actions, observations, rewards, successes, goals, controls and ``qpos`` equal to 1e-9 (in
+  practice bit for bit).
 """
 
 from __future__ import annotations
