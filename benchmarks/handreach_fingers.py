@@ -1,0 +1,71 @@
+"""Which HandReach goals a her_ddpg checkpoint's greedy policy reaches, by the finger the goal asks for.
+
+``python -m benchmarks.handreach_fingers RUN_DIR [EPISODES]`` (default 200; the run's latest checkpoint)
+
+A HandReach goal asks the thumb and one finger (first, middle, ring or little) to meet near the palm,
+or, one time in ten, every tip to stay where it starts. The goal names the finger: the one whose tip
+goal lies nearest the thumb's (a rest goal keeps them all over 3 cm apart). Printed per kind of goal:
+episodes, success rate, and which finger ended nearest the thumb (a policy that answers a ring-finger
+goal with the first finger has collapsed two modes into one). Episodes start from seeds 2e9 + i, the
+seeds ``--evaluate`` uses. Not a speed benchmark: ``python -m benchmarks`` does not run it.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+
+from her_ddpg import Agent, Config
+
+import goalenvs  # noqa: F401  (registers the ids)
+
+FINGERS = ("first", "middle", "ring", "little")
+
+
+def goal_kind(goal: np.ndarray) -> str:
+    """The finger a HandReach goal (15,) asks to meet the thumb, or "rest"."""
+    tips = goal.reshape(5, 3)
+    gaps = np.linalg.norm(tips[:4] - tips[4], axis=1)
+    return "rest" if gaps.min() > 0.03 else FINGERS[int(np.argmin(gaps))]
+
+
+def main(run: Path, episodes: int) -> None:
+    saved = json.loads((run / "config.json").read_text())
+    cfg = Config(**{f.name: saved[f.name] for f in fields(Config) if f.name in saved})
+    env = gym.make(cfg.env_id).unwrapped
+    obs, _ = env.reset(seed=0)
+    agent = Agent(cfg, obs["observation"].size, obs["desired_goal"].size, env.action_space.shape[0])
+    checkpoint = sorted((run / "checkpoints").iterdir())[-1]
+    agent.load_state_dict(torch.load(checkpoint / "agent.pt", weights_only=False)["agent"])
+    wins: dict[str, list[bool]] = collections.defaultdict(list)
+    answered: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    for i in range(episodes):
+        obs, _ = env.reset(seed=2 * 10**9 + i)
+        kind = goal_kind(obs["desired_goal"])
+        for _ in range(env.max_steps):
+            obs, _, _, _, info = env.step(agent.pi(obs["observation"][None], obs["desired_goal"][None])[0])
+        wins[kind].append(bool(info["is_success"]))
+        tips = obs["achieved_goal"].reshape(5, 3)
+        answered[kind][FINGERS[int(np.argmin(np.linalg.norm(tips[:4] - tips[4], axis=1)))]] += 1
+    print(
+        f"{run} ({checkpoint.name}): success {np.mean(sum(wins.values(), [])):.3f} over {episodes} episodes"
+    )
+    for kind in (*FINGERS, "rest"):
+        if wins[kind]:
+            nearest = ", ".join(f"{f} {n}" for f, n in answered[kind].most_common())
+            print(
+                f"  {kind:>6} goals: {len(wins[kind]):3d}, success {np.mean(wins[kind]):.2f}; nearest the thumb at the end: {nearest}"
+            )
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 200)
