@@ -46,8 +46,8 @@ def update_flop(agent, batch: dict) -> int:
     return int(counter.get_total_flops())
 
 
-def _ours(agent, storage, batch: int):
-    return lambda: [agent.updates([storage.sample_arrays(batch)]) for _ in range(10)]
+def _ours(agent, storage, batch: int, n_step: int = 1):
+    return lambda: [agent.updates([storage.sample_arrays(batch, n_step)]) for _ in range(10)]
 
 
 def _product(a, w):
@@ -135,4 +135,27 @@ def run(quick: bool) -> list[Row]:
                 f"one ({batch}, 256) @ (256, 256) product (the bound)",
             )
         )
+    # MHER(lambda)'s multi-step target (--n-step 3) against the one-step one, batch 1024, bfloat16: what a
+    # lever of docs/training.md costs per update (its target networks see 3 next states a transition).
+    agents = {}
+    for n_step in (3, 1):
+        cfg = her_ddpg.Config(batch_size=1024, n_step=n_step)
+        agents[n_step] = her_ddpg.Agent(cfg, space["observation"].shape[0], space["desired_goal"].shape[0], 4)
+        agents[n_step].o_norm.update(np.zeros((2, space["observation"].shape[0])))
+        agents[n_step].g_norm.update(np.zeros((2, 3)))
+    fns = [_ours(agents[n], storage, 1024, n) for n in (3, 1)]
+    for fn in fns:
+        fn()
+    n3_rate, n1_rate = interleaved_rates(fns, 10, repeats)
+    bf16 = "bfloat16" if agents[1].cfg.bf16 else "float32 (no native bfloat16)"
+    rows.append(
+        Row(
+            "ddpg_update",
+            f"sample + update, batch 1024, --n-step 3 (MHER), {bf16}, 1 thread",
+            "updates/s",
+            n3_rate,
+            n1_rate,
+            "ours, --n-step 1",
+        )
+    )
     return rows

@@ -38,7 +38,9 @@ def main(argv: list[str]) -> None:
         success = [r["success_rate"] for r in rows]
         left.plot([r["updates"] * batch / 1e6 for r in rows], success, marker="o", markersize=3, label=label)
         right.plot([r["wall_s"] / 60 for r in rows], success, marker="o", markersize=3, label=label)
-    left.set(xlabel="sampled transitions (millions: updates x batch)", ylabel="success rate", ylim=(-0.02, 1.02))
+    left.set(
+        xlabel="sampled transitions (millions: updates x batch)", ylabel="success rate", ylim=(-0.02, 1.02)
+    )
     right.set(xlabel="wall clock (minutes)")
     for ax in (left, right):
         ax.axhline(0.9, color="grey", linewidth=0.8, linestyle=":")
