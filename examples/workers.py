@@ -221,9 +221,12 @@ class Run:
         fix = "restore it (the checkpoint's manifest holds the run's settings) or start again with --force"
         saved = rf.read_json(path, "--resume", self.script, fix)
         recorded = saved.pop("tensorboard", None) if isinstance(saved, dict) else None
-        # A setting added since the run began takes its default, which keeps the behaviour the run had.
+        # A setting added since the run began (absent from its checkpoint too) takes its default, which keeps
+        # the behaviour the run had; one deleted from config.json is an edit.
         missing = set(self.specs) - set(saved) if isinstance(saved, dict) else set()
-        if not isinstance(saved, dict) or set(saved) - set(self.specs) or {"env_id", "seed"} & missing:
+        latest = folder.latest_checkpoint(verify=False) if missing else None
+        kept_keys = set(latest.meta.get("config") or {}) if latest else set(self.specs)
+        if not isinstance(saved, dict) or set(saved) - set(self.specs) or missing & kept_keys:
             got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
             raise RunError(f"--resume: {path} does not hold the settings of a run of {self.script} (keys {got}); {fix}")  # fmt: skip
         rf.check_settings(saved, self.specs, f"--resume: {path}, key")
