@@ -551,8 +551,7 @@ class RunFolder:
     def resume_from(
         self, option: str, how: str, file: Path, settings: Mapping[str, Any], key: str
     ) -> Checkpoint:
-        """The latest whole checkpoint, to go on from: its ``meta[key]`` must hold ``settings`` (those of ``file``;
-        a key it lacks is a setting added since it was written, which a resume takes at its default)."""
+        """The latest whole checkpoint; its ``meta[key]`` holds ``settings`` or lacks a key (one added since)."""
         checkpoint = self.latest_checkpoint()
         if checkpoint is None:
             raise RunError(
