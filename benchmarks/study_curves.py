@@ -17,11 +17,16 @@ from pathlib import Path
 
 def read(spec: str) -> tuple[str, list[dict[str, float]], int]:
     """``LABEL=CSV:BATCH`` -> the label, the curve's rows (numbers) and the batch size."""
-    label, rest = spec.split("=", 1)
-    path, batch = rest.rsplit(":", 1)
-    with Path(path).open() as f:
-        rows = [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
-    return label, rows, int(batch)
+    try:
+        label, rest = spec.split("=", 1)
+        path, batch = rest.rsplit(":", 1)
+        with Path(path).open() as f:
+            rows = [{k: float(v) for k, v in row.items() if v not in ("", None)} for row in csv.DictReader(f)]
+        return label, rows, int(batch)
+    except (ValueError, OSError) as exc:
+        raise SystemExit(
+            f"study_curves: {spec!r}: expected LABEL=CSV:BATCH with a readable eval.csv ({exc})"
+        ) from None
 
 
 def main(argv: list[str]) -> None:

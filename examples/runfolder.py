@@ -551,14 +551,14 @@ class RunFolder:
     def resume_from(
         self, option: str, how: str, file: Path, settings: Mapping[str, Any], key: str
     ) -> Checkpoint:
-        """The latest whole checkpoint; its ``meta[key]`` holds ``settings`` or lacks a key (one added since)."""
+        """The latest whole checkpoint, to go on from: its ``meta[key]`` must hold ``settings`` (those of ``file``)."""
         checkpoint = self.latest_checkpoint()
         if checkpoint is None:
             raise RunError(
                 f"{option}: {self.path} has no checkpoint yet ({how}); start it again with --output {self.path} --force"
             )
         kept = checkpoint.meta.get(key)
-        differ = sorted(k for k, v in settings.items() if not isinstance(kept, dict) or kept.get(k, v) != v)
+        differ = sorted(k for k, v in settings.items() if not isinstance(kept, dict) or kept.get(k) != v)
         if differ:
             raise RunError(
                 f"{option}: {file} differs from its checkpoint's settings in {differ}; restore {file.name} or start again with --force"

@@ -221,16 +221,24 @@ class Run:
         fix = "restore it (the checkpoint's manifest holds the run's settings) or start again with --force"
         saved = rf.read_json(path, "--resume", self.script, fix)
         recorded = saved.pop("tensorboard", None) if isinstance(saved, dict) else None
-        # A setting added since the run began (absent from its checkpoint too) takes its default, which keeps
-        # the behaviour the run had; one deleted from config.json is an edit.
+        # A setting added since the run's checkpoint was written is absent from it (and from a config.json of
+        # then): it takes its default, the behaviour the run had. Any other key must be in config.json.
+        latest = folder.latest_checkpoint(verify=False)
+        added = set(self.specs) - set(latest.meta.get("config") or ()) if latest else set()
         missing = set(self.specs) - set(saved) if isinstance(saved, dict) else set()
-        latest = folder.latest_checkpoint(verify=False) if missing else None
-        kept_keys = set(latest.meta.get("config") or {}) if latest else set(self.specs)
-        if not isinstance(saved, dict) or set(saved) - set(self.specs) or missing & kept_keys:
+        if not isinstance(saved, dict) or set(saved) - set(self.specs) or missing - added:
             got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__
             raise RunError(f"--resume: {path} does not hold the settings of a run of {self.script} (keys {got}); {fix}")  # fmt: skip
         rf.check_settings(saved, self.specs, f"--resume: {path}, key")
-        saved |= {f.name: getattr(self.config(), f.name) for f in fields(self.config) if f.name in missing}
+        defaults = asdict(self.config())
+        saved = {**{k: defaults[k] for k in missing}, **saved}
+        edited = {k: saved[k] for k in sorted(added) if saved[k] != defaults[k]}
+        if edited:
+            accepted = {k: defaults[k] for k in edited}
+            raise RunError(
+                f"--resume: {path} sets {edited}, settings its checkpoint predates; accepted: their defaults "
+                f"{accepted} (what the run ran with)"
+            )
         changed = {k: v for k, v in values.items() if k not in self.free and v != saved[k]}
         if changed:
             may = ", ".join("--" + k.replace("_", "-") for k in self.free)
@@ -243,7 +251,7 @@ class Run:
         check(cfg, self.size)
         if args.evaluate is None:  # else read only (the checkpoint's networks)
             self.folder = folder = RunFolder.open(out, outputs=self.outputs, script=self.script)
-        kept = {k: v for k, v in asdict(cfg).items() if k not in self.free}
+        kept = {k: v for k, v in asdict(cfg).items() if k not in self.free and k not in added}
         cp = self.checkpoint = folder.resume_from(
             "--resume", "checkpoints need --save-freq >= 1", path, kept, "config"
         )

@@ -23,6 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import her_ddpg  # noqa: E402
 import nets  # noqa: E402
 
+from tests.examples.folder_checks import fails  # noqa: E402
+
 # A run of seconds: 2 envs, 3 cycles of 2 updates per epoch, a tiny network.
 TINY = ["--env", "goalenvs/FetchReach-v0", "--n-envs", "2", "--n-cycles", "3", "--n-batches", "2",
         "--batch-size", "32", "--hidden", "16", "--layers", "2", "--buffer-size", "2000",
@@ -189,19 +191,25 @@ def test_nstep_target_is_the_lambda_weighted_mean_of_the_i_step_returns_within_t
         assert float(target[row, 0]) == pytest.approx(expected, rel=1e-5, abs=1e-6), row
 
 
-def test_a_run_begun_before_a_setting_existed_resumes_with_its_default(tmp_path: Path) -> None:
+def test_a_run_begun_before_a_setting_existed_resumes_with_its_default(tmp_path: Path, capsys) -> None:
     """A run folder whose config.json and checkpoint lack a setting added since (here n_step and
-    mher_lambda) resumes, with that setting's default (the behaviour the run had); a new run with
-    --n-step 3 trains, resumes and records it."""
+    mher_lambda) resumes, with that setting's default (the behaviour the run had), and refuses a
+    config.json that sets one otherwise; a new run with --n-step 3 trains, resumes and records it."""
     out = tmp_path / "old"
     her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
     config = json.loads((out / "config.json").read_text())
-    (out / "config.json").write_text(json.dumps({k: v for k, v in config.items() if k not in ("n_step", "mher_lambda")}))  # fmt: skip
+    old = {k: v for k, v in config.items() if k not in ("n_step", "mher_lambda")}
     manifest_path = _checkpoint(out) / "MANIFEST.json"
     manifest = json.loads(manifest_path.read_text())
     for key in ("n_step", "mher_lambda"):
         del manifest["meta"]["config"][key]
     manifest_path.write_text(json.dumps(manifest))
+    (out / "config.json").write_text(json.dumps({**old, "n_step": 3}))  # edited: not what the run ran with
+    line = fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "2", "--no-gif"])
+    assert (
+        "sets {'n_step': 3}, settings its checkpoint predates; accepted: their defaults {'n_step': 1}" in line
+    )
+    (out / "config.json").write_text(json.dumps(old))
     her_ddpg.main(["--resume", str(out), "--epochs", "2", "--no-gif"])
     assert json.loads((out / "config.json").read_text())["n_step"] == 1
     assert [int(r["epoch"]) for r in _rows(out)] == [1, 2]
