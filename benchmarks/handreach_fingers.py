@@ -7,13 +7,16 @@ or, one time in ten, every tip to stay where it starts. The goal names the finge
 goal lies nearest the thumb's (a rest goal keeps them all over 3 cm apart). Printed per kind of goal:
 episodes, success rate, and which finger ended nearest the thumb (a policy that answers a ring-finger
 goal with the first finger has collapsed two modes into one). Episodes start from seeds 2e9 + i, the
-seeds ``--evaluate`` uses. Not a speed benchmark: ``python -m benchmarks`` does not run it.
+seeds ``--evaluate`` uses. Then what exploration found: the share of the states in the checkpoint's
+replay storage (worker 0's) where each finger's tip is within 1 and 2 cm of the thumb's, the states
+whose achieved goals HER relabels with. Not a speed benchmark: ``python -m benchmarks`` does not run it.
 """
 
 from __future__ import annotations
 
 import collections
 import json
+import pickle
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -65,6 +68,18 @@ def main(run: Path, episodes: int) -> None:
             print(
                 f"  {kind:>6} goals: {len(wins[kind]):3d}, success {np.mean(wins[kind]):.2f}; nearest the thumb at the end: {nearest}"
             )
+    explored(checkpoint)
+
+
+def explored(checkpoint: Path) -> None:
+    """The share of stored states with each finger's tip within 1 and 2 cm of the thumb's."""
+    storage = pickle.loads((checkpoint / "storage.pkl").read_bytes())
+    achieved = storage.rows("observations")["achieved_goal"]
+    tips = (achieved if storage.full else achieved[: storage.pos]).reshape(-1, 5, 3)
+    gaps = np.linalg.norm(tips[:, :4] - tips[:, 4:], axis=2)
+    for cm in (1, 2):
+        shares = ", ".join(f"{f} {np.mean(gaps[:, i] < cm / 100):.2%}" for i, f in enumerate(FINGERS))
+        print(f"  stored states ({len(tips):,}) with a tip within {cm} cm of the thumb's: {shares}")
 
 
 if __name__ == "__main__":

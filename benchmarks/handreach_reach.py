@@ -1,0 +1,69 @@
+"""How close the Shadow hand can come to HandReach goals of one kind: a search over one held action.
+
+``python -m benchmarks.handreach_reach KIND [ITERATIONS] [GOALS]`` (KIND: first, middle, ring, little;
+default 25 iterations, 3 goals)
+
+HandReach's actions are absolute joint targets, so one action held for 15 steps (0.6 s) settles the
+hand in a pose. For each of the first GOALS goals of KIND among the episodes of seeds 2e9 + i (the seeds
+``--evaluate`` uses), the cross-entropy method searches that action (64 candidates an iteration, the
+best 8 kept) and prints the least distance found between the fingertips and the goal (success: under
+1 cm), and the gap between the thumb's tip and the finger's against the goal's. A goal the search
+cannot bring under 1 cm is one that exploration reaches rarely, if ever. Not a speed benchmark.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import gymnasium as gym
+import numpy as np
+
+import goalenvs  # noqa: F401  (registers the ids)
+from benchmarks.handreach_fingers import FINGERS, goal_kind
+
+HOLD = 15  # steps an action is held
+
+
+def settle(env: gym.Env, seed: int, action: np.ndarray) -> np.ndarray:
+    """The fingertips ``(15,)`` after holding ``action`` from the start of episode ``seed``."""
+    env.reset(seed=seed)
+    for _ in range(HOLD):
+        obs, *_ = env.step(action)
+    return obs["achieved_goal"]
+
+
+def search(env: gym.Env, seed: int, goal: np.ndarray, iterations: int, rng: np.random.Generator) -> tuple[float, np.ndarray]:  # fmt: skip
+    """The least distance (m) to ``goal`` the cross-entropy method finds, and the fingertips then."""
+    mean, std = np.zeros(20), np.full(20, 0.6)
+    best, best_tips = np.inf, goal
+    for _ in range(iterations):
+        candidates = np.clip(mean + std * rng.standard_normal((64, 20)), -1.0, 1.0)
+        tips = np.array([settle(env, seed, a) for a in candidates])
+        distances = np.linalg.norm(tips - goal, axis=1)
+        elite = candidates[np.argsort(distances)[:8]]
+        mean, std = elite.mean(axis=0), elite.std(axis=0) + 0.02
+        if distances.min() < best:
+            best, best_tips = float(distances.min()), tips[np.argmin(distances)]
+    return best, best_tips
+
+
+def main(kind: str, iterations: int = 25, goals: int = 3) -> None:
+    if kind not in FINGERS:
+        raise SystemExit(f"KIND: {kind!r} is not accepted; accepted: {list(FINGERS)}")
+    env = gym.make("goalenvs/HandReach-v0").unwrapped
+    finger, rng = FINGERS.index(kind), np.random.default_rng(0)
+    seeds = (
+        s
+        for s in range(2 * 10**9, 2 * 10**9 + 1000)
+        if goal_kind(env.reset(seed=s)[0]["desired_goal"]) == kind
+    )
+    for seed in list(seeds)[:goals]:
+        goal = env.reset(seed=seed)[0]["desired_goal"]
+        best, tips = search(env, seed, goal, iterations, rng)
+        gap = lambda t: 100 * np.linalg.norm(t.reshape(5, 3)[finger] - t.reshape(5, 3)[4])  # noqa: E731
+        print(f"{kind} goal (seed {seed}): least distance {100 * best:.2f} cm after {iterations} iterations; "
+              f"thumb-{kind} gap {gap(tips):.2f} cm, the goal's {gap(goal):.2f} cm", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], *(int(a) for a in sys.argv[2:4]))
