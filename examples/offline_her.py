@@ -178,19 +178,18 @@ def fill_storage(
         copy_info_dict=True,
         seed=seed,
     )
-    for episode in dataset.iterate_episodes():
+    for episode in dataset.iterate_episodes():  # each episode in one extend: its steps, then the final observation
         obs = {key: np.asarray(episode.observations[key]) for key in GOAL_KEYS}
-        infos = episode.infos or {}
-        for t in range(len(episode)):
-            storage.add(
-                {key: value[t : t + 1] for key, value in obs.items()},
-                episode.actions[t : t + 1],
-                episode.rewards[t : t + 1],
-                episode.terminations[t : t + 1],
-                episode.truncations[t : t + 1],
-                [_info_at(infos, t + 1)],
-                {key: value[t + 1 : t + 2] for key, value in obs.items()},
-            )
+        infos, steps = episode.infos or {}, len(episode)
+        storage.extend(
+            {key: value[:-1] for key, value in obs.items()},
+            episode.actions,
+            episode.rewards,
+            episode.terminations,
+            episode.truncations,
+            [[_info_at(infos, t + 1)] for t in range(steps)],
+            {key: value[1:] for key, value in obs.items()},
+        )
         storage.end_episodes()  # cuts an episode that ended neither way; does nothing otherwise
     return storage
 
