@@ -178,7 +178,9 @@ def fill_storage(
         copy_info_dict=True,
         seed=seed,
     )
-    for episode in dataset.iterate_episodes():  # each episode in one extend: its steps, then the final observation
+    for (
+        episode
+    ) in dataset.iterate_episodes():  # each episode in one extend: its steps, then the final observation
         obs = {key: np.asarray(episode.observations[key]) for key in GOAL_KEYS}
         infos, steps = episode.infos or {}, len(episode)
         storage.extend(
