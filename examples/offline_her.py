@@ -178,9 +178,8 @@ def fill_storage(
         copy_info_dict=True,
         seed=seed,
     )
-    for (
-        episode
-    ) in dataset.iterate_episodes():  # each episode in one extend: its steps, then the final observation
+    # Each episode in one extend: its steps, each next observation the following one (the last: the final one).
+    for episode in dataset.iterate_episodes():
         obs = {key: np.asarray(episode.observations[key]) for key in GOAL_KEYS}
         infos, steps = episode.infos or {}, len(episode)
         storage.extend(

@@ -224,7 +224,8 @@ class Run:
         # A setting added since the run's checkpoint was written is absent from it (and from a config.json of
         # then): it takes its default, the behaviour the run had. Any other key must be in config.json.
         latest = folder.latest_checkpoint(verify=False)
-        added = set(self.specs) - set(latest.meta.get("config") or ()) if latest else set()
+        kept_config = latest.meta.get("config") if latest else None  # not a dict: resume_from says why below
+        added = set(self.specs) - set(kept_config) if isinstance(kept_config, dict) else set()
         missing = set(self.specs) - set(saved) if isinstance(saved, dict) else set()
         if not isinstance(saved, dict) or set(saved) - set(self.specs) or missing - added:
             got = sorted(saved) if isinstance(saved, dict) else type(saved).__name__

@@ -564,3 +564,16 @@ def test_bf16_defaults_to_what_the_cpu_computes_natively_and_is_recorded(
     err = [line for line in capsys.readouterr().err.splitlines() if "emulates" in line]
     assert err == ["her_ddpg.py: note: this run computes in bfloat16, which this CPU emulates (no AVX-512 BF16 "
                    "or AMX): an update takes ~16x its float32 time here; a new run's default here is --no-bf16"]  # fmt: skip
+
+
+def test_a_checkpoint_whose_settings_are_not_a_mapping_is_refused_in_one_line(tmp_path: Path, capsys) -> None:
+    """A manifest whose meta ``config`` is not a mapping (edited, damaged) is refused in one line naming
+    config.json and the checkpoint, not a TypeError from reading which settings it predates."""
+    out = tmp_path / "run"
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])
+    manifest_path = _checkpoint(out) / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["meta"]["config"] = 5
+    manifest_path.write_text(json.dumps(manifest))
+    line = fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "2", "--no-gif"])
+    assert "differs from its checkpoint's settings" in line
