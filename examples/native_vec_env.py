@@ -37,16 +37,14 @@ class NativeVecEnv(VecEnv):
             vector_env.num_envs, vector_env.single_observation_space, vector_env.single_action_space
         )
         self.t_start = time.time()
-        self.episode_returns = [0.0] * self.num_envs
-        self.episode_lengths = [0] * self.num_envs
+        self.episode_returns, self.episode_lengths = [0.0] * self.num_envs, [0] * self.num_envs
 
     def reset(self) -> Any:
         seeds = None if None in self._seeds else [int(s) for s in self._seeds if s is not None]
         # A native vector env takes one seed per env (Gymnasium's VectorEnv annotates an int).
         obs, info = self.vector_env.reset(seed=seeds, options=self._options[0] or None)  # type: ignore[arg-type]
         self.reset_infos = [env_info(info, i) for i in range(self.num_envs)]
-        self.episode_returns = [0.0] * self.num_envs
-        self.episode_lengths = [0] * self.num_envs
+        self.episode_returns, self.episode_lengths = [0.0] * self.num_envs, [0] * self.num_envs
         self._reset_seeds()
         self._reset_options()
         return obs

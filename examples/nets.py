@@ -28,12 +28,9 @@ class Normalizer:
     """Running mean and std of a vector (float64 sums), applied as ``clip((x - mean) / std, +-clip)``."""
 
     def __init__(self, size: int, eps: float, clip: float) -> None:
-        self.sum = np.zeros(size)
-        self.sumsq = np.zeros(size)
-        self.count = 0
+        self.sum, self.sumsq, self.count = np.zeros(size), np.zeros(size), 0  # float64 sums, rows added
         self.eps, self.clip = eps, clip
-        self.mean = np.zeros(size, np.float32)
-        self.std = np.ones(size, np.float32)
+        self.mean, self.std = np.zeros(size, np.float32), np.ones(size, np.float32)
 
     STATE = ("sum", "sumsq", "count", "mean", "std")  # what a checkpoint keeps; eps and clip are settings
 

@@ -26,22 +26,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import runfolder
 import torch
 from gymnasium import spaces
 from nets import MLP, Normalizer, Policy, load_policy, net_input, run_episodes
-from runfolder import (
-    ArgumentParser,
-    Range,
-    RunError,
-    RunFolder,
-    add_settings,
-    check_settings,
-    csv_text,
-    describe_error,
-    integer,
-    run_main,
-    setting,
-)
+from runfolder import Range, RunError, integer, setting
 from torch import nn
 
 import goalenvs  # registers the goalenvs/ ids
@@ -237,8 +226,7 @@ class TD3BC:
         self, s: Settings, o_norm: Normalizer, g_norm: Normalizer, action_space: spaces.Box, reward_range: tuple[float, float]
     ) -> None:  # fmt: skip
         self.s, self.o_norm, self.g_norm = s, o_norm, g_norm
-        self.low = action_space.low.astype(np.float32)
-        self.high = action_space.high.astype(np.float32)
+        self.low, self.high = action_space.low.astype(np.float32), action_space.high.astype(np.float32)
         n_in, n_act = o_norm.sum.size + g_norm.sum.size, self.low.size
         self.actor = MLP(n_in, n_act, s.hidden, s.layers, bf16=False)
         self.critics = nn.ModuleList([MLP(n_in + n_act, 1, s.hidden, s.layers, bf16=False) for _ in range(2)])
@@ -279,9 +267,8 @@ class TD3BC:
             a2 = (torch.tanh(self.actor_target(x2)) + noise).clamp(-1.0, 1.0)
             q2 = torch.min(*(q(torch.cat([x2, a2], 1)) for q in self.critics_target))
             target = (r + s.gamma * not_done * q2).clamp(self.q_low, self.q_high)
-        critic_loss = torch.stack(
-            [(q(torch.cat([x, a], 1)) - target).pow(2).mean() for q in self.critics]
-        ).sum()
+        xa = torch.cat([x, a], 1)
+        critic_loss = torch.stack([(q(xa) - target).pow(2).mean() for q in self.critics]).sum()
         self.critic_opt.zero_grad(set_to_none=True)
         critic_loss.backward()
         self.critic_opt.step()
@@ -365,7 +352,7 @@ def unreadable(dataset_id: str, exc: BaseException) -> RunError:
     from minari.storage import get_dataset_path
 
     return RunError(
-        f"--dataset: {dataset_id} cannot be read ({describe_error(exc)}); its files in "
+        f"--dataset: {dataset_id} cannot be read ({runfolder.describe_error(exc)}); its files in "
         f"{get_dataset_path(dataset_id) / 'data'} are damaged: record or download it again"
     )
 
@@ -373,12 +360,12 @@ def unreadable(dataset_id: str, exc: BaseException) -> RunError:
 def train(args: argparse.Namespace, argv: list[str]) -> float:
     """The ``train`` command; returns the final success rate."""
     given = {f.name: getattr(args, f.name) for f in fields(Settings) if getattr(args, f.name) is not None}
-    check_settings(given, {f.name: f.metadata["accepted"] for f in fields(Settings)}, "option")
+    runfolder.check_settings(given, {f.name: f.metadata["accepted"] for f in fields(Settings)}, "option")
     if "dataset" not in given:
         raise RunError("--dataset: missing; accepted: a local Minari dataset id")
     s = Settings(**given)
     # Refused before the dataset is read.
-    RunFolder(args.output, SCRIPT, OUTPUTS).check_new(args.force, resumable=False)
+    runfolder.RunFolder(args.output, SCRIPT, OUTPUTS).check_new(args.force, resumable=False)
     dataset = load_dataset(s.dataset)
     check_goal_dataset(dataset)
     try:
@@ -402,7 +389,7 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
           f"{time.perf_counter() - t0:.1f}s", flush=True)  # fmt: skip
     rows: list[dict[str, Any]] = []
     success = float("nan")
-    with RunFolder.create(args.output, force=args.force, outputs=OUTPUTS, script=SCRIPT) as folder:
+    with runfolder.RunFolder.create(args.output, force=args.force, outputs=OUTPUTS, script=SCRIPT) as folder:
         folder.write("config.json", json.dumps(asdict(s), indent=2) + "\n")
         folder.write("commands.txt", " ".join(["python", "examples/offline_her.py", *argv]) + "\n")
         start, cpu_start, losses = time.perf_counter(), time.process_time(), []
@@ -422,7 +409,7 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
                     f"updates {update:7d}  success {success:.3f}  wall {wall:6.0f}s  cpu {cpu:6.0f}s",
                     flush=True,
                 )
-                folder.write("eval.csv", csv_text(rows))
+                folder.write("eval.csv", runfolder.csv_text(rows))
         data = io.BytesIO()
         torch.save(agent.state_dict(), data)
         folder.write("policy.pt", data.getvalue())
@@ -431,8 +418,8 @@ def train(args: argparse.Namespace, argv: list[str]) -> float:
 
 
 # ---------------------------------------------------------------------------------------- command line
-def build_parser() -> ArgumentParser:
-    parser = ArgumentParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
+def build_parser() -> runfolder.ArgumentParser:
+    parser = runfolder.ArgumentParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
     parser.add_argument("--datasets-path", type=Path, help="Minari's dataset folder (default: Minari's own)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="{record,train}")
     rec = commands.add_parser("record", help="record a dataset of a her_ddpg.py policy, greedy then noisy")
@@ -449,7 +436,7 @@ def build_parser() -> ArgumentParser:
     tr = commands.add_parser("train", help="train TD3+BC on a goal-conditioned Minari dataset, relabelled")
     tr.add_argument("--output", type=Path, required=True, help="the run folder to write")
     tr.add_argument("--force", action="store_true", help="replace the run in a non-empty --output")
-    add_settings(tr, Settings)
+    runfolder.add_settings(tr, Settings)
     return parser
 
 
@@ -460,7 +447,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     if args.command == "record":
         given = {k: v for k, v in vars(args).items() if k in RECORD_RANGES and v is not None}
-        check_settings(given, RECORD_RANGES, "option")
+        runfolder.check_settings(given, RECORD_RANGES, "option")
         if args.expert_episodes + args.noisy_episodes == 0:
             raise RunError("--expert-episodes, --noisy-episodes: no episodes to record; accepted: a sum >= 1")
     if args.datasets_path is not None:
@@ -481,7 +468,7 @@ def main(argv: list[str] | None = None) -> float:
             return float("nan")
         return train(args, argv)
 
-    return run_main(
+    return runfolder.run_main(
         SCRIPT, body, lambda: "(nothing to resume: run the command again, with --force for train)"
     )
 

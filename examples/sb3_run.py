@@ -45,11 +45,10 @@ ACCEPTED_RUN = "accepted: an output folder of examples/train.py"
 def algorithms() -> dict[str, type[OffPolicyAlgorithm]]:
     """Algorithm name -> class; TQC from sb3-contrib when it is installed."""
     algos: dict[str, type[OffPolicyAlgorithm]] = {"dqn": DQN, "sac": SAC, "td3": TD3, "ddpg": DDPG}
-    try:
+    with contextlib.suppress(ImportError):  # else tqc is not offered; argparse says which choices exist
         from sb3_contrib import TQC
-    except ImportError:  # tqc is then not offered; argparse says which choices exist
-        return algos
-    algos["tqc"] = TQC
+
+        algos["tqc"] = TQC
     return algos
 
 
@@ -116,11 +115,8 @@ HYPERPARAM_RANGES: dict[str, Range | type] = {
     "gradient_steps": Range(int, -1),  # -1: as many gradient steps as env steps in the rollout
     "sde_sample_freq": Range(int, -1),  # -1: only at the start of a rollout
     "top_quantiles_to_drop_per_net": Range(int, 0),
-    "gamma": _UNIT,
+    **dict.fromkeys(("gamma", "exploration_fraction", "exploration_initial_eps", "exploration_final_eps"), _UNIT),
     "tau": Range(float, 0.0, 1.0, low_open=True),  # 0 would never move the target networks
-    "exploration_fraction": _UNIT,
-    "exploration_initial_eps": _UNIT,
-    "exploration_final_eps": _UNIT,
     "learning_rate": _POSITIVE,  # or "lin_<number>"
     "ent_coef": _POSITIVE,  # or "auto", "auto_<number>"
     "target_entropy": Range(float),  # or "auto"

@@ -28,23 +28,13 @@ from typing import Any
 import cloudpickle
 import gymnasium as gym
 import numpy as np
+import runfolder
 import sb3_run
 import torch
 from gymnasium import spaces
 from native_vec_env import make_training_envs
 from nets import curve_png
-from runfolder import (
-    ArgumentParser,
-    RunError,
-    RunFolder,
-    describe_error,
-    folder_path,
-    integer,
-    run_main,
-    stopped_at,
-    summary_writer,
-    tensorboard_folder,
-)
+from runfolder import RunError, RunFolder, folder_path, integer, tensorboard_folder
 from sb3_run import OUTPUTS, SCRIPT
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, ProgressBarCallback
 from stable_baselines3.common.noise import NormalActionNoise
@@ -91,8 +81,8 @@ def device_name(text: str) -> str:
     raise argparse.ArgumentTypeError(f"{text!r} is not available{why}; accepted here: {accepted}")
 
 
-def build_parser() -> ArgumentParser:
-    parser = ArgumentParser(
+def build_parser() -> runfolder.ArgumentParser:
+    parser = runfolder.ArgumentParser(
         prog=SCRIPT, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add = parser.add_argument
@@ -285,7 +275,7 @@ def build_model(run: dict[str, Any], device: str) -> OffPolicyAlgorithm:
     except (TypeError, ValueError, AssertionError, KeyError) as exc:  # the constructors' own checks
         raise RunError(
             f"argument --conf-file: {run['conf_file']}, entry {run['env']!r}: {run['algo'].upper()}+HER "
-            f"cannot be built from it ({describe_error(exc)})"
+            f"cannot be built from it ({runfolder.describe_error(exc)})"
         ) from None
 
 
@@ -309,7 +299,7 @@ def create(
         except Exception as exc:  # whatever pickling raises
             raise RunError(
                 f"argument --save-freq: checkpoints pickle the training envs, and {run['env']} "
-                f"does not pickle ({describe_error(exc)}); train without checkpoints"
+                f"does not pickle ({runfolder.describe_error(exc)}); train without checkpoints"
             ) from None
     folder = RunFolder.create(Path(run["output"]), force=args.force, outputs=OUTPUTS, script=SCRIPT)
     run["checkpoint"], run["checkpoint_timesteps"] = None, 0
@@ -369,7 +359,7 @@ def _train(argv: list[str], progress: dict[str, Any]) -> float:
     with folder:
         # TensorBoard (--tensorboard, or a resumed run's), hiding what a stopped session wrote after its checkpoint
         purge = model.num_timesteps + 1 if state is not None else None
-        writer = summary_writer(run["tensorboard"], args.tensorboard, folder.path, purge)
+        writer = runfolder.summary_writer(run["tensorboard"], args.tensorboard, folder.path, purge)
         if writer is not None:
             run["tensorboard"] = writer.log_dir
             sb3_run.log_to_tensorboard(model, writer)
@@ -482,13 +472,13 @@ def main(argv: list[str] | None = None) -> float:
     """Train (or resume) a run; returns its final success rate (``nan`` when stopped by ``--stop-at``)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     progress: dict[str, Any] = {}
-    return run_main(SCRIPT, lambda: _train(argv, progress), lambda: _where(progress))
+    return runfolder.run_main(SCRIPT, lambda: _train(argv, progress), lambda: _where(progress))
 
 
 def _where(progress: dict[str, Any]) -> str:
     model: OffPolicyAlgorithm | None = progress.get("model")
     where = "before training started" if model is None else f"at {model.num_timesteps} steps"
-    return stopped_at(where, progress.get("folder"), "step")
+    return runfolder.stopped_at(where, progress.get("folder"), "step")
 
 
 if __name__ == "__main__":
