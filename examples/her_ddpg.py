@@ -48,8 +48,7 @@ class Config:
     lr_critic: float = setting(1e-3, POSITIVE)
     gamma: float = setting(0.98, Range(float, 0.0, 1.0, high_open=True))  # targets in [-1/(1-gamma), 0]
     polyak: float = setting(0.95, SHARE)  # the target networks' move per cycle: 1 - polyak of the way
-    # The greedy policy (evaluations, the GIF) is a running average of the actor moved 1 - policy_polyak
-    # of the way every cycle; 0: the actor itself (the HER paper's). Exploration acts with the actor.
+    # The greedy policy (evaluations, GIF): the actor averaged, 1 - policy_polyak a cycle; 0: the actor's
     policy_polyak: float = setting(0.0, Range(float, 0.0, 1.0, high_open=True))
     action_l2: float = setting(1.0, Range(float, 0.0))
     noise_eps: float = setting(0.2, Range(float, 0.0))  # Gaussian exploration noise ...
@@ -77,10 +76,8 @@ def flat_grads(module: torch.nn.Module) -> torch.Tensor:
     """One zeroed buffer holding every gradient of ``module`` (each ``.grad`` a view into it)."""
     params = list(module.parameters())
     flat = torch.zeros(sum(p.numel() for p in params), device=params[0].device)
-    offset = 0
-    for p in params:
-        p.grad = flat[offset : offset + p.numel()].view_as(p)
-        offset += p.numel()
+    for p, view in zip(params, flat.split([p.numel() for p in params]), strict=True):
+        p.grad = view.view_as(p)
     return flat
 
 
@@ -102,9 +99,8 @@ class Agent:
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.lr_critic, fused=cfg.fused_adam)
         self.clip_return = 1.0 / (1.0 - cfg.gamma)
         self.stats: torch.Tensor | None = None  # with TensorBoard: sums of the LOSSES over the updates
-        self.grads: list[torch.Tensor] = []
-        if dist.is_initialized():  # each network's gradients in one flat buffer: one all_reduce each
-            self.grads = [flat_grads(self.critic), flat_grads(self.actor)]
+        # With workers, each network's gradients in one flat buffer: one all_reduce each.
+        self.grads = [flat_grads(self.critic), flat_grads(self.actor)] if dist.is_initialized() else []
 
     def inputs(self, obs: np.ndarray, goal: np.ndarray) -> torch.Tensor:
         """The normalised network input of raw observations and goals, ``(B, obs_dim + goal_dim)``."""
@@ -119,28 +115,38 @@ class Agent:
             return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).cpu().numpy()
 
     def updates(self, batches: Iterable[dict[str, Any]]) -> None:
-        """One critic and then one actor Adam step on each batch in turn."""
-        for batch in batches:
-            x, a, target = self.targets(batch)
+        """One critic and then one actor Adam step on each batch in turn. With workers, each gradient sum runs
+        while this worker computes what does not need it: the actor's actions, then the next batch's targets."""
+        targets = (self.targets(batch) for batch in batches)  # drawn one ahead, below
+        inputs = next(targets, None)
+        while inputs is not None:
+            x, a, target = inputs
             q = self.critic(torch.cat([x, a], 1))
             critic_loss = (q - target).pow(2).mean()
-            self.step(critic_loss, self.critic_opt, 0)
+            summing = self.backward(critic_loss, self.critic_opt, 0)
             pi = torch.tanh(self.actor(x))
+            self.step(self.critic_opt, summing)
             self.critic.requires_grad_(False)  # the actor's step needs no critic weight gradients
             actor_loss = -self.critic(torch.cat([x, pi], 1)).mean() + self.cfg.action_l2 * pi.pow(2).mean()
             self.critic.requires_grad_(True)
-            self.step(actor_loss, self.actor_opt, 1)
+            summing = self.backward(actor_loss, self.actor_opt, 1)
+            inputs = next(targets, None)  # the next batch's, from the target networks: not stepped here
+            self.step(self.actor_opt, summing)
             if self.stats is not None:
                 with torch.no_grad():
                     self.stats += torch.stack([critic_loss, actor_loss, q.mean(), target.mean()])
 
-    def step(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> None:
-        """Adam's step on ``loss``'s gradients of network ``which`` (0: critic, 1: actor), summed over the workers."""
+    def backward(self, loss: torch.Tensor, opt: torch.optim.Optimizer, which: int) -> Any:
+        """``loss``'s gradients of network ``which`` (0: critic, 1: actor); with workers, their sum begun."""
         opt.zero_grad(set_to_none=not self.grads)  # with workers: keep the .grad views into the buffer
         loss.backward()
-        if self.grads:
+        return dist.all_reduce(self.grads[which].mul_(self.weight), async_op=True) if self.grads else None
+
+    def step(self, opt: torch.optim.Optimizer, summing: Any) -> None:
+        """Adam's step, once the workers' gradients are summed."""
+        if summing is not None:
             with self.timers("sync"):
-                dist.all_reduce(self.grads[which].mul_(self.weight))
+                summing.wait()
         torch.set_flush_denormal(self.cfg.flush_denormals)  # late in a run tiny moments are subnormal: slow
         try:
             opt.step()
@@ -155,10 +161,7 @@ class Agent:
             if self.cfg.n_step > 1:
                 return x, a, self.nstep_target(batch).clamp_(-self.clip_return, 0.0)
             x2 = self.inputs(nxt["observation"], nxt["desired_goal"])
-            r, done = (
-                self.tensor(batch["rewards"]).unsqueeze(1),
-                self.tensor(batch["terminateds"]).unsqueeze(1),
-            )
+            r, done = (self.tensor(batch[key]).unsqueeze(1) for key in ("rewards", "terminateds"))
             q2 = self.critic_target(torch.cat([x2, torch.tanh(self.actor_target(x2))], 1))
             return x, a, (r + self.cfg.gamma * (1.0 - done) * q2).clamp_(-self.clip_return, 0.0)
 
@@ -234,8 +237,7 @@ class Trainer:
         obs_dim, goal_dim, act_dim = (cast(tuple[int], x.shape)[0] for x in spaces)
         self.agent = Agent(cfg, obs_dim, goal_dim, act_dim, self.batch_local / cfg.batch_size)
         self.agent.timers = self.timers
-        if run.tracking:
-            self.agent.stats = torch.zeros(4, device=cfg.device)
+        self.agent.stats = torch.zeros(4, device=cfg.device) if run.tracking else None
         self.storage = HerStorage(
             part(cfg.buffer_size, lo, hi, cfg.n_envs), space, self.envs.single_action_space,
             self.envs.compute_reward, n_envs=self.n_local, n_sampled_goal=cfg.n_sampled_goal,

@@ -411,7 +411,7 @@ def test_adam_steps_flush_subnormals_and_leave_the_thread_as_it_was(
     for v in moments:
         v.fill_(tiny)
     zero = sum((p * 0).sum() for p in agent.critic.parameters())  # a loss of zero gradient
-    agent.step(zero, agent.critic_opt, 0)
+    agent.step(agent.critic_opt, agent.backward(zero, agent.critic_opt, 0))
     v = torch.cat([m.ravel() for m in moments])
     if flush:
         assert torch.all(v == 0)
