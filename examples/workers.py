@@ -114,8 +114,8 @@ class Run:
             dist.init_process_group(backend, timeout=timedelta(seconds=300))
         try:
             return body()
-        except dist.DistError as exc:  # another worker is gone
-            if rf.interrupted(exc):
+        except RuntimeError as exc:  # another worker is gone: a DistError, or an async wait's gloo error
+            if rf.interrupted(exc) or not isinstance(exc, dist.DistError) and "gloo" not in str(exc):
                 raise
             text = " ".join(str(exc).split("\n")[0].split())
             text = text.split("] ", 1)[-1].split(" This is typically caused by ")[0][:200]  # gloo's own words

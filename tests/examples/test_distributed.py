@@ -139,6 +139,28 @@ def test_shares_partition_the_envs_batch_and_buffer() -> None:
     assert workers.share(16, 0, 1) == (0, 16)  # one worker: everything
 
 
+def test_a_lost_worker_seen_by_an_overlapped_gradient_sum_ends_in_the_same_one_line(capsys) -> None:
+    """A gradient sum waited for after other work reports a lost worker as gloo's RuntimeError, not the
+    DistError of a blocking collective: both end in the one line and exit status 1; other errors pass."""
+    run = workers.Run("her_ddpg.py", (), her_ddpg.Config, her_ddpg.CONF_FILE, (), ())
+    gloo = ("[/x/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:26304: Connection "
+            "reset by peer. This is typically caused by a remote worker hanging or bugs in the application.")  # fmt: skip
+
+    def fails_with(text: str) -> None:
+        raise RuntimeError(text)
+
+    with pytest.raises(SystemExit) as stopped:
+        run.session(lambda: fails_with(gloo))
+    assert stopped.value.code == 1
+    err = capsys.readouterr().err
+    assert (
+        "another worker stopped or cannot be reached (Read error [127.0.0.1]:26304: Connection reset by peer.)"
+        in err
+    )
+    with pytest.raises(RuntimeError, match="an error of the run's own"):
+        run.session(lambda: fails_with("an error of the run's own"))
+
+
 def test_more_workers_than_envs_is_refused_before_anything_is_written(tmp_path) -> None:
     out = tmp_path / "run"
     result = torchrun([*TINY, "--n-envs", "2", "--output", str(out)], workers=3)
