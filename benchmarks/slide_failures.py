@@ -1,7 +1,7 @@
 """Which FetchSlide goals a her_ddpg checkpoint's greedy policy misses: by distance, by direction, and how.
 
-``python -m benchmarks.slide_failures RUN_DIR [EPISODES] [CHECKPOINT]`` (default 500 episodes; the run's
-latest checkpoint, else the one named, e.g. 000000000060)
+``python -m benchmarks.slide_failures RUN_DIR [EPISODES]`` (default 500; the greedy policy of the run's latest
+whole checkpoint, as ``examples/nets.py``'s ``load_policy`` reads it)
 
 Episodes start from seeds 2e9 + i, the seeds ``--evaluate`` uses. Per episode: the goal's distance from
 the puck's start and its direction (the angle of puck-to-goal on the table, 0 degrees pointing away from
@@ -13,19 +13,17 @@ then the misses by kind. Not a speed benchmark: ``python -m benchmarks`` does no
 
 from __future__ import annotations
 
-import json
 import sys
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-from her_ddpg import Agent, Config
+from nets import Policy, load_policy
+from runfolder import RunError
 
 import goalenvs  # noqa: F401  (registers the ids)
 
@@ -34,7 +32,7 @@ DISTANCES = ((0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.9))  # m, puck start to
 DIRECTIONS = ((-90, -30), (-30, -10), (-10, 10), (10, 30), (30, 90))  # degrees from +x
 
 
-def episode(env: Any, agent: Agent, seed: int) -> dict[str, float]:
+def episode(env: Any, policy: Policy, seed: int) -> dict[str, float]:
     """One greedy episode: the goal's distance and direction, success, the final error along and across
     the puck-to-goal line (m; along > 0: past the goal), whether the puck moved in the last step."""
     obs, _ = env.reset(seed=seed)
@@ -42,11 +40,10 @@ def episode(env: Any, agent: Agent, seed: int) -> dict[str, float]:
     line = goal - puck0
     distance = float(np.linalg.norm(line))
     unit = line / max(distance, 1e-9)
-    previous = puck0
     for _ in range(env.max_steps):
-        obs, _, _, _, info = env.step(agent.pi(obs["observation"][None], obs["desired_goal"][None])[0])
-        puck = obs["observation"][3:5]
-        moving, previous = float(np.linalg.norm(puck - previous)) > 1e-3, puck.copy()
+        before = obs["observation"][3:5].copy()
+        obs, _, _, _, info = env.step(policy({key: value[None] for key, value in obs.items()})[0])
+    moving = float(np.linalg.norm(obs["observation"][3:5] - before)) > 1e-3  # in the last step
     error = obs["achieved_goal"][:2] - goal
     return {
         "distance": distance,
@@ -68,18 +65,12 @@ def bands(rows: dict[str, np.ndarray], key: str, edges: tuple[tuple[float, float
             )
 
 
-def main(run: Path, episodes: int, name: str | None) -> None:
-    saved = json.loads((run / "config.json").read_text())
-    cfg = Config(**{f.name: saved[f.name] for f in fields(Config) if f.name in saved})
-    env: Any = gym.make(cfg.env_id).unwrapped  # its max_steps: the episode's length
-    obs, _ = env.reset(seed=0)
-    agent = Agent(cfg, obs["observation"].size, obs["desired_goal"].size, env.action_space.shape[0])
-    whole = sorted(p for p in (run / "checkpoints").iterdir() if p.name.isdigit())  # not a half-written one
-    checkpoint = run / "checkpoints" / name if name else whole[-1]
-    agent.load_state_dict(torch.load(checkpoint / "agent.pt", weights_only=False)["agent"])
-    results = [episode(env, agent, 2 * 10**9 + i) for i in range(episodes)]
+def main(run: Path, episodes: int) -> None:
+    policy, cfg = load_policy(run, option="RUN_DIR")
+    env: Any = gym.make(cfg["env_id"]).unwrapped  # its max_steps: the episode's length
+    results = [episode(env, policy, 2 * 10**9 + i) for i in range(episodes)]
     rows = {key: np.array([r[key] for r in results]) for key in results[0]}
-    print(f"{run} ({checkpoint.name}): success {rows['success'].mean():.3f} over {episodes} episodes")
+    print(f"{run}: success {rows['success'].mean():.3f} over {episodes} episodes")
     bands(rows, "distance", DISTANCES, "m")
     bands(rows, "direction", DIRECTIONS, "deg")
     miss = rows["success"] == 0
@@ -102,5 +93,7 @@ def main(run: Path, episodes: int, name: str | None) -> None:
 
 
 if __name__ == "__main__":
-    args = sys.argv[1:]
-    main(Path(args[0]), int(args[1]) if len(args) > 1 else 500, args[2] if len(args) > 2 else None)
+    try:
+        main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 500)
+    except RunError as exc:  # no checkpoint, or not a her_ddpg.py run: one line
+        sys.exit(f"slide_failures: {exc}")

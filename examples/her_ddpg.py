@@ -115,8 +115,7 @@ class Agent:
             return torch.tanh((self.greedy if greedy else self.actor)(self.inputs(obs, goal))).cpu().numpy()
 
     def updates(self, batches: Iterable[dict[str, Any]]) -> None:
-        """One critic and then one actor Adam step on each batch in turn. With workers, each gradient sum runs
-        while this worker computes what does not need it: the actor's actions, then the next batch's targets."""
+        """Per batch: a critic, then an actor Adam step; with workers, the gradient sums overlap other work."""
         targets = (self.targets(batch) for batch in batches)  # drawn one ahead, below
         inputs = next(targets, None)
         while inputs is not None:
@@ -124,7 +123,7 @@ class Agent:
             q = self.critic(torch.cat([x, a], 1))
             critic_loss = (q - target).pow(2).mean()
             summing = self.backward(critic_loss, self.critic_opt, 0)
-            pi = torch.tanh(self.actor(x))
+            pi = torch.tanh(self.actor(x))  # while the critic's gradients are summed
             self.step(self.critic_opt, summing)
             self.critic.requires_grad_(False)  # the actor's step needs no critic weight gradients
             actor_loss = -self.critic(torch.cat([x, pi], 1)).mean() + self.cfg.action_l2 * pi.pow(2).mean()
@@ -269,17 +268,16 @@ class Trainer:
 
     def collect(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """An exploring episode per env, stored; its observations, achieved goals after each step and goals."""
-        timers = self.timers
-        with timers("store"):
+        with self.timers("store"):
             obs, _ = self.envs.reset(seed=self.reset_seeds)  # later cycles go on with each env's own stream
         self.reset_seeds = None
         observations, achieved, returns = [], [], np.zeros(self.n_local)
         for _ in range(self.horizon):
-            with timers("act"):
+            with self.timers("act"):
                 action = self.explore(obs["observation"], obs["desired_goal"])
-            with timers("env"):
+            with self.timers("env"):
                 nxt, rewards, terminated, truncated, info = self.envs.step(action)
-            with timers("store"):
+            with self.timers("store"):
                 self.storage.add(obs, action, rewards, terminated, truncated, None, nxt)
             returns += rewards
             observations.append(obs["observation"])
@@ -404,8 +402,7 @@ def main(argv: list[str] | None = None) -> float:
     run = Run(SCRIPT, OUTPUTS, Config, CONF_FILE, FREE_ON_RESUME, TIMERS)
 
     def body() -> float:
-        name = lambda cfg: f"{cfg.env_id.split('/')[-1]}_ddpg_s{cfg.seed}"  # noqa: E731  (the default folder)
-        cfg, args = run.start(argv, lambda cfg: Path("runs") / name(cfg), check)
+        cfg, args = run.start(argv, lambda c: Path("runs") / f"{Path(c.env_id).name}_ddpg_s{c.seed}", check)
         cfg = cfg if args.evaluate is None else replace(cfg, eval_episodes=args.evaluate)
         t = Trainer(cfg, run)
         run.progress = lambda: f"at epoch {t.epoch}, cycle {t.cycle}"

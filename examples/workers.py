@@ -114,7 +114,7 @@ class Run:
             dist.init_process_group(backend, timeout=timedelta(seconds=300))
         try:
             return body()
-        except RuntimeError as exc:  # another worker is gone: a DistError, or an async wait's gloo error
+        except RuntimeError as exc:  # another worker is gone: a DistError, or gloo's from any collective
             if rf.interrupted(exc) or not isinstance(exc, dist.DistError) and "gloo" not in str(exc):
                 raise
             text = " ".join(str(exc).split("\n")[0].split())

@@ -140,17 +140,23 @@ def test_shares_partition_the_envs_batch_and_buffer() -> None:
 
 
 def test_a_lost_worker_seen_by_an_overlapped_gradient_sum_ends_in_the_same_one_line(capsys) -> None:
-    """A gradient sum waited for after other work reports a lost worker as gloo's RuntimeError, not the
-    DistError of a blocking collective: both end in the one line and exit status 1; other errors pass."""
+    """A lost worker reaches the others as a DistError or, from gloo's transport (a blocking all_reduce or
+    an overlapped gradient sum's ``Work.wait``), as a plain RuntimeError: both end in the one line and exit
+    status 1; the run's own errors pass."""
     run = workers.Run("her_ddpg.py", (), her_ddpg.Config, her_ddpg.CONF_FILE, (), ())
+    agent = her_ddpg.Agent(her_ddpg.Config(hidden=8, layers=1), obs_dim=5, goal_dim=3, act_dim=4)
     gloo = ("[/x/third_party/gloo/gloo/transport/tcp/pair.cc:537] Read error [127.0.0.1]:26304: Connection "
             "reset by peer. This is typically caused by a remote worker hanging or bugs in the application.")  # fmt: skip
+
+    class LostPeer:  # what all_reduce(..., async_op=True) returns when the other worker has died
+        def wait(self) -> bool:
+            raise RuntimeError(gloo)
 
     def fails_with(text: str) -> None:
         raise RuntimeError(text)
 
     with pytest.raises(SystemExit) as stopped:
-        run.session(lambda: fails_with(gloo))
+        run.session(lambda: agent.step(agent.critic_opt, LostPeer()))
     assert stopped.value.code == 1
     err = capsys.readouterr().err
     assert (
