@@ -46,6 +46,7 @@ class Config:
     layers: int = setting(3, COUNT)
     lr_actor: float = setting(1e-3, POSITIVE)
     lr_critic: float = setting(1e-3, POSITIVE)
+    lr_decay: float = setting(1.0, Range(float, 0.0, 1.0, low_open=True))  # the rates x lr_decay ** epoch
     gamma: float = setting(0.98, Range(float, 0.0, 1.0, high_open=True))  # targets in [-1/(1-gamma), 0]
     polyak: float = setting(0.95, SHARE)  # the target networks' move per cycle: 1 - polyak of the way
     # The greedy policy (evaluations, GIF): the actor averaged, 1 - policy_polyak a cycle; 0: the actor's
@@ -375,6 +376,8 @@ def train(t: Trainer, run: Run) -> float:
     cfg, timers, agent = t.cfg, t.timers, t.agent
     success = run.begin()
     while t.epoch < cfg.epochs:
+        for opt, lr in ((agent.critic_opt, cfg.lr_critic), (agent.actor_opt, cfg.lr_actor)):
+            opt.param_groups[0]["lr"] = lr * cfg.lr_decay**t.epoch
         for t.cycle in range(cfg.n_cycles):
             observations, achieved, goals = t.collect()  # 1. collect, with exploration
             with timers("store"):  # with workers: here each waits for the slowest one's collection

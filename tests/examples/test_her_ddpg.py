@@ -350,6 +350,27 @@ def test_resume_is_bit_for_bit_the_uninterrupted_run(tmp_path: Path) -> None:
     assert len((split / "commands.txt").read_text().splitlines()) == 2
 
 
+def test_lr_decay_scales_both_learning_rates_per_epoch_and_a_resumed_run_keeps_the_schedule(
+    tmp_path: Path,
+) -> None:
+    """``--lr-decay F`` runs epoch ``e`` (from 0) at ``F ** e`` times each learning rate, set at the epoch's
+    start: a run resumed after epoch 1 ends bit for bit as the uninterrupted one, and differs from a run
+    without the decay."""
+    whole, split, constant = tmp_path / "whole", tmp_path / "split", tmp_path / "constant"
+    decay = ["--lr-decay", "0.5", "--lr-actor", "0.004", "--lr-critic", "0.002"]
+    her_ddpg.main([*TINY, *decay, "--epochs", "3", "--output", str(whole)])
+    her_ddpg.main([*TINY, *decay, "--epochs", "1", "--output", str(split)])
+    her_ddpg.main(["--resume", str(split), "--epochs", "3", "--no-gif"])
+    her_ddpg.main([*TINY, *decay[2:], "--epochs", "3", "--output", str(constant)])
+    a, b, c = _state(whole)["agent"], _state(split)["agent"], _state(constant)["agent"]
+    assert a["actor_opt"]["param_groups"][0]["lr"] == b["actor_opt"]["param_groups"][0]["lr"] == 0.004 * 0.25
+    assert a["critic_opt"]["param_groups"][0]["lr"] == 0.002 * 0.25
+    assert c["actor_opt"]["param_groups"][0]["lr"] == 0.004
+    for net in ("actor", "critic"):
+        assert all(torch.equal(v, b[net][k]) for k, v in a[net].items()), net
+        assert not all(torch.equal(v, c[net][k]) for k, v in a[net].items()), net
+
+
 def test_the_averaged_policy_follows_the_actor_by_policy_polyak_and_only_the_greedy_policy_uses_it(
     tmp_path: Path,
 ) -> None:
