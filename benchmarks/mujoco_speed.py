@@ -9,9 +9,11 @@ For one task, in one run, interleaved episode by episode over repeats:
   on MuJoCo >= 3.12 (``set_joint_qpos`` asserts); then the row says n/a and why. Measure it in a
   MuJoCo 3.11 virtual environment ``$MJ311``, made as in ``tests/data/record_fetch_golden.py``:
   ``PYTHONPATH=. "$MJ311"/bin/python -m benchmarks --only bench_fetch bench_hand``;
-* **raw physics bound**: ``mj_step(model, data, nstep=n_substeps)`` on the same model from the same
-  start state, replaying the mocap targets and controls our env set in the same episodes (so contacts
-  and solver work match), with nothing else per step. No env can step faster than this.
+* **raw physics bound**: ``mj_step(model, data, nstep=n_substeps)`` on the same model, replaying the
+  physics our env ran in the same episodes, reset included (the manipulate tasks let the object settle
+  for 10 steps at every reset): each ``mj_step`` call from the state it started in, with the mocap
+  targets and controls our env set (so contacts and solver work match), with nothing else per step.
+  No env can step faster than this.
 
 Rows: steps/s (higher is better). For the bound row ``ours/peer`` is below 1: its inverse is our step
 time as a multiple of the bound. A third row gives the cost of a step beyond ``mj_step``
@@ -68,11 +70,44 @@ def gymnasium_robotics_env(env_id: str) -> tuple[gym.Env | None, str]:
         )
 
 
-def record_controls(env: gym.Env, actions: np.ndarray, seed: int) -> tuple[np.ndarray, ...]:
-    """One episode's start state and the mocap pose / ctrl our env set before each physics step."""
+class RecordingMujoco(types.ModuleType):
+    """The mujoco module with each ``mj_step`` call recorded before it runs: the physics of a reset."""
+
+    def __init__(self) -> None:
+        import mujoco
+
+        super().__init__("mujoco_recording_mj_step")
+        self._real = mujoco
+        self.calls: list[tuple[Any, ...]] = []
+        self._after: tuple[np.ndarray, np.ndarray] | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def mj_step(self, m: Any, d: Any, nstep: int = 1) -> None:
+        # A call that does not start where the previous one ended follows state the env wrote (a new
+        # start drawn): the replay restores it first.
+        restore = self._after is None or not (
+            np.array_equal(self._after[0], d.qpos) and np.array_equal(self._after[1], d.qvel)
+        )
+        state = (d.qpos.copy(), d.qvel.copy(), float(d.time), d.mocap_pos.copy(), d.mocap_quat.copy())
+        self.calls.append((*state, d.ctrl.copy(), nstep, restore))
+        self._real.mj_step(m, d, nstep)
+        self._after = (d.qpos.copy(), d.qvel.copy())
+
+
+def record_controls(env: gym.Env, actions: np.ndarray, seed: int, sim_module: Any) -> tuple[Any, ...]:
+    """One episode's physics: the ``mj_step`` calls of its reset (through ``sim_module``, the module
+    whose ``mujoco`` the env calls), its start state, and the mocap pose / ctrl our env set before
+    each step's physics."""
     base = env.unwrapped
     data = base.data
-    base.reset(seed=seed)
+    recorder, saved = RecordingMujoco(), sim_module.mujoco
+    sim_module.mujoco = recorder
+    try:
+        base.reset(seed=seed)
+    finally:
+        sim_module.mujoco = saved
     start = (data.qpos.copy(), data.qvel.copy(), float(data.time))
     mocap_pos, mocap_quat, ctrl = [], [], []
     for action in actions:
@@ -82,20 +117,31 @@ def record_controls(env: gym.Env, actions: np.ndarray, seed: int) -> tuple[np.nd
         mocap_pos.append(data.mocap_pos.copy())
         mocap_quat.append(data.mocap_quat.copy())
         ctrl.append(data.ctrl.copy())
-    return (*start, np.array(mocap_pos), np.array(mocap_quat), np.array(ctrl))
+    return (recorder.calls, *start, np.array(mocap_pos), np.array(mocap_quat), np.array(ctrl))
 
 
-def physics_bound(env: gym.Env, recorded: tuple[np.ndarray, ...], pinned: np.ndarray | None) -> None:
-    """The same episode as bare mj_step calls: set the recorded mocap/ctrl, step, repeat. ``pinned``:
-    a view of joint positions the env holds at 0 after each step (Fetch's blocked gripper), else None."""
+def physics_bound(env: gym.Env, recorded: tuple[Any, ...], pinned: np.ndarray | None) -> None:
+    """The same episode as bare mj_step calls: the reset's calls, then from the start state: set the
+    recorded mocap/ctrl, step, repeat. ``pinned``: a view of joint positions the env holds at 0 after
+    each step (Fetch's blocked gripper), else None."""
     import mujoco
 
     base = env.unwrapped
     m, d, nstep = base.model, base.data, base.n_substeps
     step = mujoco.mj_step
     mocap_pos, mocap_quat, ctrl = d.mocap_pos, d.mocap_quat, d.ctrl
-    qpos, qvel, time0, mpos, mquat, ctl = recorded
+    reset_calls, qpos, qvel, time0, mpos, mquat, ctl = recorded
     mujoco.mj_resetData(m, d)
+    for qpos_r, qvel_r, time_r, mpos_r, mquat_r, ctl_r, nstep_r, restore in reset_calls:
+        if restore:
+            d.qpos[:] = qpos_r
+            d.qvel[:] = qvel_r
+            d.time = time_r
+            mujoco.mj_forward(m, d)
+        mocap_pos[:] = mpos_r
+        mocap_quat[:] = mquat_r
+        ctrl[:] = ctl_r
+        step(m, d, nstep_r)
     d.qpos[:] = qpos
     d.qvel[:] = qvel
     d.time = time0
@@ -172,7 +218,7 @@ def task_rows(
     ours = gym.make(ids[0])
     bare = gym.make(ids[0]).unwrapped
     bound_env = gym.make(ids[0])
-    controls = [record_controls(bound_env, actions[e], e) for e in range(n_episodes)]
+    controls = [record_controls(bound_env, actions[e], e, sim_module) for e in range(n_episodes)]
     hold = pinned(bound_env)
     theirs, peer_name = gymnasium_robotics_env(ids[1])
 

@@ -121,3 +121,39 @@ def test_reader_paths_lists_the_modules_one_fetch_step_runs_through(
     assert "her/" not in step
     assert "her/storage.py" in sample and "her/sb3.py" in sample and "fetch/sim.py" not in sample
     assert step.splitlines()[-1].endswith("lines of function bodies")
+
+
+@pytest.mark.parametrize(
+    ("env_id", "sim_name", "reset_steps"),
+    [
+        ("goalenvs/HandManipulateBlockRotateZ-v0", "goalenvs.envs.hand.sim", 10),
+        ("goalenvs/HandReach-v0", "goalenvs.envs.hand.sim", 0),
+        ("goalenvs/FetchPush-v0", "goalenvs.envs.fetch.sim", 0),
+    ],
+)
+def test_physics_bound_replays_the_physics_of_the_reset_and_the_steps(
+    env_id: str, sim_name: str, reset_steps: int
+) -> None:
+    """The raw bound runs what the env ran: the reset's mj_step calls (the manipulate tasks' settling)
+    from the state each started in, ending where the env's reset ended, then the episode's steps."""
+    pytest.importorskip("mujoco")
+    import gymnasium as gym
+
+    import goalenvs  # noqa: F401
+    from benchmarks.mujoco_speed import physics_bound, record_controls
+
+    sim_module = importlib.import_module(sim_name)
+    env = gym.make(env_id)
+    actions = np.random.default_rng(0).uniform(-1.0, 1.0, (5, *env.action_space.shape))
+    recorded = record_controls(env, actions, 3, sim_module)
+    reset_calls, start_qpos = recorded[0], recorded[1]
+    assert len(reset_calls) == reset_steps
+    assert sim_module.mujoco.__name__ == "mujoco"  # the recorder is gone
+    end_qpos = env.unwrapped.data.qpos.copy()
+    base = env.unwrapped
+    if reset_calls:  # the replayed reset ends in the env's start state
+        physics_bound(env, (*recorded[:-3], *(a[:0] for a in recorded[-3:])), None)
+        np.testing.assert_allclose(base.data.qpos, start_qpos, rtol=0, atol=1e-12)
+    physics_bound(env, recorded, None)
+    if "Hand" in env_id:  # (Fetch's contacts solve from another warm start: a replay drifts by ~1e-2)
+        np.testing.assert_allclose(base.data.qpos, end_qpos, rtol=0, atol=1e-9)

@@ -405,3 +405,28 @@ def test_quaternion_functions_are_gymnasium_robotics_bit_for_bit(gymnasium_robot
         np.testing.assert_array_equal(
             d_rot, [theirs._goal_distance(x, y)[1] for x, y in zip(a, b, strict=True)]
         )
+
+
+def test_pen_rotation_distance_of_a_few_goals_is_the_batch_path_bit_for_bit() -> None:
+    """A step's goals (up to FEW_GOALS) take the goal-by-goal path; a batch the array path: the same
+    numbers to the last bit, near gimbal lock, for zero, unnormalised and non-finite quaternions too (those
+    count as the identity rotation, as in Gymnasium-Robotics)."""
+    from goalenvs.envs.hand.goals import FEW_GOALS
+
+    rng = np.random.default_rng(7)
+    a, b = rng.normal(size=(4000, 7)), rng.normal(size=(4000, 7))
+    a[:2000, 3:] /= np.linalg.norm(a[:2000, 3:], axis=-1, keepdims=True)
+    b[:3000, 3:] /= np.linalg.norm(b[:3000, 3:], axis=-1, keepdims=True)
+    a[0, 3:] = b[1, 3:] = [np.sqrt(0.5), 0.0, np.sqrt(0.5), 0.0]  # gimbal lock
+    a[2, 3:] = b[3, 3:] = 0.0
+    a[4, 3:], b[5, 3:] = np.nan, np.inf
+    b[6] = a[6]  # the same pose: the angle is near 0 or, for the other sign, 2 pi
+    kwargs = {"use_position": True, "use_rotation": True, "ignore_z": True}
+    with np.errstate(all="ignore"):
+        batch = manipulate_distances(a, b, **kwargs)[1]
+        singles = [manipulate_distances(x, y, **kwargs)[1] for x, y in zip(a, b, strict=True)]
+        fours = manipulate_distances(a.reshape(-1, FEW_GOALS, 7), b.reshape(-1, FEW_GOALS, 7), **kwargs)[1]
+    np.testing.assert_array_equal(np.array(singles), batch)
+    np.testing.assert_array_equal(fours.reshape(-1), batch)
+    assert min(batch[6], 2 * np.pi - batch[6]) < 1e-7 and np.isnan(batch[5])
+    assert np.array(singles[0]).shape == ()

@@ -14,11 +14,12 @@ one or two dimensions, and gets the pen's wrong on a batch: see :func:`manipulat
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import numpy as np
 
-from goalenvs.envs.goal_functions import distance_reward, distance_success, goal_distance, mat2euler
+from goalenvs.envs.goal_functions import EPS4, distance_reward, distance_success, goal_distance, mat2euler
 
 __all__ = [
     "euler2mat",
@@ -174,6 +175,12 @@ def euler2quat(euler: Any) -> FloatArray:
 # ---- the manipulate goals (7: position, quaternion) ---------------------------------------------------
 
 
+#: Up to this many goals (a step's) the pen's rotation distance is computed goal by goal: on so few,
+#: numpy's calls on tiny arrays are most of a PenRotate step's cost beyond its physics; the numbers
+#: are the same, bit for bit.
+FEW_GOALS = 4
+
+
 def manipulate_distances(
     achieved_goal: Any, desired_goal: Any, *, use_position: bool, use_rotation: bool, ignore_z: bool
 ) -> tuple[FloatArray, FloatArray]:
@@ -196,6 +203,12 @@ def manipulate_distances(
     if not use_rotation:
         return d_pos, np.zeros(a.shape[:-1])
     quat_a, quat_b = a[..., 3:], b[..., 3:]
+    if ignore_z and a.size <= 7 * FEW_GOALS:  # a step's goals: the same numbers, in a tenth of the time
+        angles = [
+            _angle_ignoring_z(x, y)
+            for x, y in zip(quat_a.reshape(-1, 4).tolist(), quat_b.reshape(-1, 4).tolist(), strict=True)
+        ]
+        return d_pos, np.array(angles, dtype=np.float64).reshape(a.shape[:-1])
     if ignore_z:
         euler_a, euler_b = quat2euler(np.stack([quat_a, quat_b]))  # one call for both: half the overhead
         euler_a[..., 2] = euler_b[..., 2]
@@ -206,6 +219,39 @@ def manipulate_distances(
     w = w + quat_a[..., 2] * quat_b[..., 2]
     w = w + quat_a[..., 3] * quat_b[..., 3]
     return d_pos, 2 * np.arccos(np.clip(w, -1.0, 1.0))
+
+
+def _euler_angles(w: float, x: float, y: float, z: float) -> tuple[float, float, float]:
+    """:func:`quat2euler` of one quaternion, the same operations in the same order on floats."""
+    nq = w * w + x * x + y * y + z * z
+    if nq > _FLOAT_EPS:
+        s = 2.0 / nq
+        X, Y, Z = x * s, y * s, z * s
+        m00, m01, m02 = 1.0 - (y * Y + z * Z), x * Y - w * Z, x * Z + w * Y
+        m10, m11, m12 = x * Y + w * Z, 1.0 - (x * X + z * Z), y * Z - w * X
+        m22 = 1.0 - (x * X + y * Y)
+    else:  # a zero quaternion: the identity
+        m00, m01, m02, m10, m11, m12, m22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0
+    # numpy's own functions (not math's): they round as the array path's do.
+    cos_pitch = math.sqrt(m22 * m22 + m12 * m12)
+    pitch = -float(np.arctan2(-m02, cos_pitch))
+    if cos_pitch > EPS4:
+        return -float(np.arctan2(m12, m22)), pitch, -float(np.arctan2(m01, m00))
+    return 0.0, pitch, -float(np.arctan2(-m10, m11))
+
+
+def _angle_ignoring_z(quat_a: list[float], quat_b: list[float]) -> float:
+    """The rotation distance of :func:`manipulate_distances` with ``ignore_z`` for one pair of
+    quaternions, bit for bit: ``q_a`` with ``q_b``'s z Euler angle (:func:`euler2quat`), dotted with ``q_b``."""
+    roll, pitch, _ = _euler_angles(*quat_a)
+    half = np.array([_euler_angles(*quat_b)[2] / 2, -pitch / 2, roll / 2])  # euler2quat's ai, aj, ak
+    si, sj, sk = np.sin(half).tolist()
+    ci, cj, ck = np.cos(half).tolist()
+    cc, cs, sc, ss = ci * ck, ci * sk, si * ck, si * sk
+    w = (cj * cc + sj * ss) * quat_b[0] + (cj * cs - sj * sc) * quat_b[1]
+    w = w + -(cj * ss + sj * cc) * quat_b[2]
+    w = w + (cj * sc - sj * cs) * quat_b[3]
+    return 2 * float(np.arccos(min(max(w, -1.0), 1.0)))
 
 
 def manipulate_success(d_pos: Any, d_rot: Any, distance_threshold: float, rotation_threshold: float) -> Any:
