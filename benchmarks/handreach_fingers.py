@@ -5,8 +5,10 @@
 A HandReach goal asks the thumb and one finger (first, middle, ring or little) to meet near the palm,
 or, one time in ten, every tip to stay where it starts. The goal names the finger: the one whose tip
 goal lies nearest the thumb's (a rest goal keeps them all over 3 cm apart). Printed per kind of goal:
-episodes, success rate, and which finger ended nearest the thumb (a policy that answers a ring-finger
-goal with the first finger has collapsed two modes into one). Episodes start from seeds 2e9 + i, the
+episodes, success rate, which finger ended nearest the thumb (a policy that answers a ring-finger
+goal with the first finger has collapsed two modes into one), how far the misses ended from their
+goal, and how many of the 20 controls the last action holds at a limit (|a| > 0.98: the hand can reach
+no further that way). Episodes start from seeds 2e9 + i, the
 seeds ``--evaluate`` uses. Then what exploration found: the share of the states in the checkpoint's
 replay storage (worker 0's) where each finger's tip is within 1 and 2 cm of the thumb's, the states
 whose achieved goals HER relabels with. Not a speed benchmark: ``python -m benchmarks`` does not run it.
@@ -51,12 +53,18 @@ def main(run: Path, episodes: int) -> None:
     agent.load_state_dict(torch.load(checkpoint / "agent.pt", weights_only=False)["agent"])
     wins: dict[str, list[bool]] = collections.defaultdict(list)
     answered: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    missed: dict[str, list[float]] = collections.defaultdict(list)  # final distances (cm) of the misses
+    at_limit: dict[str, list[int]] = collections.defaultdict(list)  # controls at +-1 at the last step
     for i in range(episodes):
         obs, _ = env.reset(seed=2 * 10**9 + i)
         kind = goal_kind(obs["desired_goal"])
         for _ in range(env.max_steps):
-            obs, _, _, _, info = env.step(agent.pi(obs["observation"][None], obs["desired_goal"][None])[0])
+            action = agent.pi(obs["observation"][None], obs["desired_goal"][None])[0]
+            obs, _, _, _, info = env.step(action)
         wins[kind].append(bool(info["is_success"]))
+        at_limit[kind].append(int((np.abs(action) > 0.98).sum()))
+        if not info["is_success"]:
+            missed[kind].append(100 * float(np.linalg.norm(obs["achieved_goal"] - obs["desired_goal"])))
         tips = obs["achieved_goal"].reshape(5, 3)
         answered[kind][FINGERS[int(np.argmin(np.linalg.norm(tips[:4] - tips[4], axis=1)))]] += 1
     print(
@@ -67,6 +75,11 @@ def main(run: Path, episodes: int) -> None:
             nearest = ", ".join(f"{f} {n}" for f, n in answered[kind].most_common())
             print(
                 f"  {kind:>6} goals: {len(wins[kind]):3d}, success {np.mean(wins[kind]):.2f}; nearest the thumb at the end: {nearest}"
+            )
+            misses = f"{min(missed[kind]):.2f}-{max(missed[kind]):.2f} cm" if missed[kind] else "none"
+            print(
+                f"         misses' final distance: {misses}; controls at their limit at the last step: "
+                f"{np.mean(at_limit[kind]):.1f} of {env.action_space.shape[0]} on average"
             )
     explored(checkpoint)
 
