@@ -33,6 +33,7 @@ from nets import load_policy
 from runfolder import RunError
 
 HOLD = 15  # steps an action is held
+SEEDS = range(2 * 10**9, 2 * 10**9 + 1000)  # the episodes ``--evaluate`` runs
 
 
 def settle(env: gym.Env, seed: int, action: np.ndarray) -> np.ndarray:
@@ -62,7 +63,7 @@ def search(env: gym.Env, seed: int, goal: np.ndarray, iterations: int, rng: np.r
 def missed(env: gym.Env, run: Path, kind: str) -> Iterator[tuple[int, np.ndarray, float]]:
     """The episodes of ``kind`` that the greedy policy of ``run`` misses: seed, last action, distance (m)."""
     policy, _ = load_policy(run, option="RUN_DIR")
-    for seed in range(2 * 10**9, 2 * 10**9 + 1000):
+    for seed in SEEDS:
         obs, _ = env.reset(seed=seed)
         if goal_kind(obs["desired_goal"]) != kind:
             continue
@@ -78,16 +79,12 @@ def main(kind: str, iterations: int = 25, goals: int = 3, run: Path | None = Non
         raise SystemExit(f"KIND: {kind!r} is not accepted; accepted: {list(FINGERS)}")
     env: Any = gym.make("goalenvs/HandReach-v0").unwrapped
     finger, rng = FINGERS.index(kind), np.random.default_rng(0)
-    if run is None:
-        kinds = (goal_kind(env.reset(seed=s)[0]["desired_goal"]) for s in range(2 * 10**9, 2 * 10**9 + 1000))
-        starts = [
-            (s, None, None)
-            for s, k in zip(range(2 * 10**9, 2 * 10**9 + 1000), kinds, strict=True)
-            if k == kind
-        ]
-    else:
-        starts = list(itertools.islice(missed(env, run, kind), goals))
-    for seed, start, policy_distance in starts[:goals]:
+    starts: Iterator[tuple[int, np.ndarray | None, float | None]] = (
+        ((s, None, None) for s in SEEDS if goal_kind(env.reset(seed=s)[0]["desired_goal"]) == kind)
+        if run is None
+        else missed(env, run, kind)
+    )
+    for seed, start, policy_distance in itertools.islice(starts, goals):
         goal = env.reset(seed=seed)[0]["desired_goal"]
         best, tips = search(env, seed, goal, iterations, rng, start)
         gap = lambda t: 100 * np.linalg.norm(t.reshape(5, 3)[finger] - t.reshape(5, 3)[4])  # noqa: E731

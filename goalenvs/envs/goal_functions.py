@@ -7,6 +7,7 @@ Nothing here touches MuJoCo: a replay buffer can call them on any batch, in any 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,7 @@ __all__ = [
 
 FloatArray = np.ndarray
 
-#: Below this ``cos(pitch)`` an Euler decomposition is at gimbal lock (Gymnasium-Robotics' threshold).
-EPS4 = float(np.finfo(np.float64).eps * 4.0)
+_EPS4 = float(np.finfo(np.float64).eps * 4.0)
 
 
 def goal_distance(goal_a: Any, goal_b: Any) -> FloatArray:
@@ -81,7 +81,7 @@ def mat2euler(mat: Any) -> FloatArray:
     if m.shape[-2:] != (3, 3):
         raise ValueError(f"mat2euler needs matrices of shape (..., 3, 3), got {m.shape}")
     cos_pitch = np.sqrt(m[..., 2, 2] ** 2 + m[..., 1, 2] ** 2)
-    regular = cos_pitch > EPS4
+    regular = cos_pitch > _EPS4
     out = np.empty(m.shape[:-1])
     out[..., 0] = np.where(regular, -np.arctan2(m[..., 1, 2], m[..., 2, 2]), 0.0)
     out[..., 1] = -np.arctan2(-m[..., 0, 2], cos_pitch)
@@ -91,11 +91,15 @@ def mat2euler(mat: Any) -> FloatArray:
     return out
 
 
-def euler_from_xmat(xmat: list[float]) -> tuple[float, float, float]:
-    """Scalar :func:`mat2euler` of one row-major 3x3 matrix given as 9 floats (the per-step path)."""
+def euler_from_xmat(
+    xmat: Sequence[float], atan2: Callable[[float, float], float] = math.atan2
+) -> tuple[float, float, float]:
+    """Scalar :func:`mat2euler` of one row-major 3x3 matrix given as 9 floats (the per-step path).
+    ``atan2``: ``math.atan2``, or a wrapper of ``np.arctan2`` where the result must be the array path's
+    to the last bit (numpy's SIMD ``arctan2`` and ``math``'s can differ in it)."""
     m00, m01, m02, m10, m11, m12, _, _, m22 = xmat
     cos_pitch = math.sqrt(m22 * m22 + m12 * m12)
-    pitch = -math.atan2(-m02, cos_pitch)
-    if cos_pitch > EPS4:
-        return -math.atan2(m12, m22), pitch, -math.atan2(m01, m00)
-    return 0.0, pitch, -math.atan2(-m10, m11)
+    pitch = -atan2(-m02, cos_pitch)
+    if cos_pitch > _EPS4:
+        return -atan2(m12, m22), pitch, -atan2(m01, m00)
+    return 0.0, pitch, -atan2(-m10, m11)

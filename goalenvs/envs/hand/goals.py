@@ -14,12 +14,17 @@ one or two dimensions, and gets the pen's wrong on a batch: see :func:`manipulat
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any
 
 import numpy as np
 
-from goalenvs.envs.goal_functions import EPS4, distance_reward, distance_success, goal_distance, mat2euler
+from goalenvs.envs.goal_functions import (
+    distance_reward,
+    distance_success,
+    euler_from_xmat,
+    goal_distance,
+    mat2euler,
+)
 
 __all__ = [
     "euler2mat",
@@ -221,23 +226,20 @@ def manipulate_distances(
     return d_pos, 2 * np.arccos(np.clip(w, -1.0, 1.0))
 
 
+def _atan2(y: float, x: float) -> float:
+    return float(np.arctan2(y, x))  # numpy's own: it rounds as the array path's does, math's may not
+
+
 def _euler_angles(w: float, x: float, y: float, z: float) -> tuple[float, float, float]:
     """:func:`quat2euler` of one quaternion, the same operations in the same order on floats."""
     nq = w * w + x * x + y * y + z * z
-    if nq > _FLOAT_EPS:
-        s = 2.0 / nq
-        X, Y, Z = x * s, y * s, z * s
-        m00, m01, m02 = 1.0 - (y * Y + z * Z), x * Y - w * Z, x * Z + w * Y
-        m10, m11, m12 = x * Y + w * Z, 1.0 - (x * X + z * Z), y * Z - w * X
-        m22 = 1.0 - (x * X + y * Y)
-    else:  # a zero quaternion: the identity
-        m00, m01, m02, m10, m11, m12, m22 = 1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 1.0
-    # numpy's own functions (not math's): they round as the array path's do.
-    cos_pitch = math.sqrt(m22 * m22 + m12 * m12)
-    pitch = -float(np.arctan2(-m02, cos_pitch))
-    if cos_pitch > EPS4:
-        return -float(np.arctan2(m12, m22)), pitch, -float(np.arctan2(m01, m00))
-    return 0.0, pitch, -float(np.arctan2(-m10, m11))
+    if not nq > _FLOAT_EPS:  # a zero (or non-finite) quaternion: the identity
+        return euler_from_xmat((1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), _atan2)
+    s = 2.0 / nq
+    X, Y, Z = x * s, y * s, z * s
+    m00, m01, m02 = 1.0 - (y * Y + z * Z), x * Y - w * Z, x * Z + w * Y
+    m10, m11, m12 = x * Y + w * Z, 1.0 - (x * X + z * Z), y * Z - w * X
+    return euler_from_xmat((m00, m01, m02, m10, m11, m12, 0.0, 0.0, 1.0 - (x * X + y * Y)), _atan2)
 
 
 def _angle_ignoring_z(quat_a: list[float], quat_b: list[float]) -> float:
