@@ -135,6 +135,27 @@ def run(quick: bool) -> list[Row]:
                 f"one ({batch}, 256) @ (256, 256) product (the bound)",
             )
         )
+    # The float32 FetchPush recipe of docs/training.md (D51: --hidden 128 --n-step 5, 2 workers of batch 512)
+    # against the core's bound: at this width the products are small, and the update reaches a smaller share.
+    cfg = her_ddpg.Config(batch_size=512, n_step=5, hidden=128, bf16=False)
+    agent = her_ddpg.Agent(cfg, space["observation"].shape[0], space["desired_goal"].shape[0], 4)
+    agent.o_norm.update(np.zeros((2, space["observation"].shape[0])))
+    agent.g_norm.update(np.zeros((2, 3)))
+    flop = update_flop(agent, storage.sample_arrays(512, 5))
+    fns = [_ours(agent, storage, 512, 5), _product(torch.randn(512 * 5, 128), torch.randn(128, 128))]
+    for fn in fns:
+        fn()
+    update_rate, product_rate = interleaved_rates(fns, 10, repeats)
+    rows.append(
+        Row(
+            "ddpg_update",
+            "float32 sample + update's matrix products, batch 512, [128]*3, --n-step 5, 1 thread",
+            "GFLOP/s",
+            update_rate * flop / 1e9,
+            product_rate * 2 * 512 * 5 * 128 * 128 / 1e9,
+            "one (2560, 128) @ (128, 128) product (the bound)",
+        )
+    )
     # MHER(lambda)'s multi-step target (--n-step 3) against the one-step one, batch 1024, bfloat16: what a
     # lever of docs/training.md costs per update (its target networks see 3 next states a transition).
     agents = {}

@@ -81,14 +81,13 @@ def native_bf16() -> bool:
 
 
 class MLP(nn.Module):
-    """ReLU hidden layers (in bfloat16 under ``bf16``) and a float32 linear head."""
+    """ReLU hidden layers (in bfloat16 under ``bf16``; the ReLUs in place) and a float32 linear head."""
 
     def __init__(self, n_in: int, n_out: int, hidden: int, layers: int, bf16: bool) -> None:
         super().__init__()
         dims = [n_in] + [hidden] * layers
-        self.body = nn.Sequential(
-            *[m for a, b in zip(dims[:-1], dims[1:], strict=True) for m in (nn.Linear(a, b), nn.ReLU())]
-        )
+        pairs = [(nn.Linear(a, b), nn.ReLU(inplace=True)) for a, b in zip(dims[:-1], dims[1:], strict=True)]
+        self.body = nn.Sequential(*[m for pair in pairs for m in pair])
         self.head = nn.Linear(hidden, n_out)
         self.bf16 = bf16
 
