@@ -157,3 +157,30 @@ def test_physics_bound_replays_the_physics_of_the_reset_and_the_steps(
     physics_bound(env, recorded, None)
     if "Hand" in env_id:  # (Fetch's contacts solve from another warm start: a replay drifts by ~1e-2)
         np.testing.assert_allclose(base.data.qpos, end_qpos, rtol=0, atol=1e-9)
+
+
+def test_handreach_bound_finds_the_start_pose_and_no_pose_beyond_the_hands_reach() -> None:
+    pytest.importorskip(
+        "goalenvs.envs.hand", reason="the hand tasks need mujoco (pip install goalenvs[fetch])"
+    )
+    pytest.importorskip("scipy")
+    import gymnasium as gym
+
+    from benchmarks import handreach_bound
+
+    hand = handreach_bound.Hand(gym.make("goalenvs/HandReach-v0").unwrapped)
+    rng = np.random.default_rng(0)
+    start = hand.sim.initial_goal
+    assert np.allclose(hand.tips(hand.start), start, atol=1e-9)
+    assert hand.least_distance(start, rng) < 1e-4
+    # A middle-finger goal (the first of the evaluation seeds): within reach, to the tenth of a millimetre.
+    env = gym.make("goalenvs/HandReach-v0").unwrapped
+    goals = (env.reset(seed=handreach_bound.SEEDS + i)[0]["desired_goal"] for i in range(50))
+    goal = next(g for g in goals if handreach_bound.goal_kind(g) == "middle")
+    assert hand.least_distance(goal, rng) < 1e-4
+    # The thumb's tip 30 cm above where it starts: out of reach, by about that much.
+    far = start.copy()
+    far[12:15] += (0.0, 0.0, 0.3)
+    assert hand.least_distance(far, rng) > 0.2
+    with pytest.raises(SystemExit, match=r"KINDS: \['thumb'\] not accepted"):
+        handreach_bound.main(1, ("thumb",))
