@@ -26,6 +26,7 @@ from scipy.optimize import Bounds, LinearConstraint, minimize
 
 import goalenvs  # noqa: F401  (registers the ids)
 from benchmarks.handreach_fingers import FINGERS, goal_kind
+from goalenvs.envs.hand.settings import FINGERTIP_SITES
 
 SEEDS = 2 * 10**9  # the first seed ``--evaluate`` uses
 STARTS = 6  # searches per goal: the start pose, then perturbed ones (0.3 rad per joint)
@@ -36,9 +37,9 @@ class Hand:
     """The HandReach model's kinematics: fingertips ``(15,)`` of joint positions ``(24,)``, and the limits."""
 
     def __init__(self, env: Any) -> None:
-        self.sim = env._task.sim
-        m = self.model = self.sim.model
+        m = self.model = env.model
         self.data = mujoco.MjData(m)
+        self.sites = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, name) for name in FINGERTIP_SITES]
         self.bounds = Bounds(m.jnt_range[:, 0], m.jnt_range[:, 1])
         # Fixed tendons: length = sum of coefficient x joint position, each held in its range.
         coupling = np.zeros((m.ntendon, m.nq))
@@ -46,12 +47,14 @@ class Hand:
             for k in range(m.tendon_adr[t], m.tendon_adr[t] + m.tendon_num[t]):
                 coupling[t, m.jnt_qposadr[m.wrap_objid[k]]] += m.wrap_prm[k]
         self.tendons = LinearConstraint(coupling, m.tendon_range[:, 0], m.tendon_range[:, 1])
-        self.start = self.sim.initial_qpos.copy()
+        env.reset(seed=0)  # every episode starts from the same pose; only the goal differs
+        self.start = env.data.qpos.copy()
+        self.start_tips = env.initial_goal.copy()
 
     def tips(self, qpos: np.ndarray) -> np.ndarray:
         self.data.qpos[:] = qpos
         mujoco.mj_kinematics(self.model, self.data)
-        return self.data.site_xpos[self.sim.tip_sites].reshape(-1).copy()
+        return self.data.site_xpos[self.sites].reshape(-1).copy()
 
     def least_distance(self, goal: np.ndarray, rng: np.random.Generator) -> float:
         """The least distance (m) to ``goal`` found over poses within the limits."""
@@ -69,12 +72,14 @@ class Hand:
 
 
 def main(episodes: int = 300, kinds: tuple[str, ...] = FINGERS) -> None:
+    if episodes < 1:
+        raise SystemExit(f"EPISODES: {episodes} not accepted; accepted: an integer >= 1")
     bad = [kind for kind in kinds if kind not in FINGERS]
     if bad:
         raise SystemExit(f"KINDS: {bad} not accepted; accepted: a comma-separated subset of {list(FINGERS)}")
     env: Any = gym.make("goalenvs/HandReach-v0").unwrapped
     hand, rng = Hand(env), np.random.default_rng(0)
-    if not np.allclose(hand.tips(hand.start), hand.sim.initial_goal, atol=1e-9):
+    if not np.allclose(hand.tips(hand.start), hand.start_tips, atol=1e-9):
         raise SystemExit("handreach_bound: the model's start pose does not give its initial fingertips")
     counts: collections.Counter[str] = collections.Counter()
     distances: dict[str, list[float]] = collections.defaultdict(list)
@@ -102,4 +107,6 @@ def main(episodes: int = 300, kinds: tuple[str, ...] = FINGERS) -> None:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    if args and not args[0].isdigit():
+        sys.exit(f"EPISODES: {args[0]!r} not accepted; accepted: an integer >= 1")
     main(*(int(a) for a in args[:1]), *(tuple(a.split(",")) for a in args[1:2]))

@@ -168,13 +168,13 @@ def test_handreach_bound_finds_the_start_pose_and_no_pose_beyond_the_hands_reach
 
     from benchmarks import handreach_bound
 
-    hand = handreach_bound.Hand(gym.make("goalenvs/HandReach-v0").unwrapped)
+    env = gym.make("goalenvs/HandReach-v0").unwrapped
+    hand = handreach_bound.Hand(env)
     rng = np.random.default_rng(0)
-    start = hand.sim.initial_goal
+    start = env.initial_goal
     assert np.allclose(hand.tips(hand.start), start, atol=1e-9)
     assert hand.least_distance(start, rng) < 1e-4
     # A middle-finger goal (the first of the evaluation seeds): within reach, to the tenth of a millimetre.
-    env = gym.make("goalenvs/HandReach-v0").unwrapped
     goals = (env.reset(seed=handreach_bound.SEEDS + i)[0]["desired_goal"] for i in range(50))
     goal = next(g for g in goals if handreach_bound.goal_kind(g) == "middle")
     assert hand.least_distance(goal, rng) < 1e-4
@@ -184,3 +184,5 @@ def test_handreach_bound_finds_the_start_pose_and_no_pose_beyond_the_hands_reach
     assert hand.least_distance(far, rng) > 0.2
     with pytest.raises(SystemExit, match=r"KINDS: \['thumb'\] not accepted"):
         handreach_bound.main(1, ("thumb",))
+    with pytest.raises(SystemExit, match="EPISODES: 0 not accepted"):
+        handreach_bound.main(0)
