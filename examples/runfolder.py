@@ -198,9 +198,9 @@ class ArgumentParser(argparse.ArgumentParser):
 
 
 def csv_text(rows: list[dict[str, Any]]) -> str:
-    """Rows (one dict each) as CSV text: a column for every key of any row, in order of first appearance."""
+    """Rows (one dict each) as CSV text (LF line ends): a column per key of any row, in first-seen order."""
     text = io.StringIO()
-    writer = csv.DictWriter(text, fieldnames=list(dict.fromkeys(key for row in rows for key in row)))
+    writer = csv.DictWriter(text, list(dict.fromkeys(k for row in rows for k in row)), lineterminator="\n")
     writer.writeheader()
     writer.writerows(rows)
     return text.getvalue()

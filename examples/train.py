@@ -455,7 +455,8 @@ def _learn(
     )
     write_run(folder, run)
     folder.write("success.png", curve_png(eval_cb.rows, "timesteps", "environment steps", title))
-    renders = "rgb_array" in gym.make(run["env"], **run["env_kwargs"]).metadata.get("render_modes", [])
+    with gym.make(run["env"], **run["env_kwargs"]) as probe:  # for its render modes; closed after
+        renders = "rgb_array" in probe.metadata.get("render_modes", [])
     if renders and not args.no_gif:
         folder.record("policy.gif")
         sb3_run.record(

@@ -173,14 +173,14 @@ class Run:
             ("--resume", Path, "RUN_DIR", "continue the run in RUN_DIR"),
             ("--output", Path, None, "the run's folder (made if needed)"),
             ("--force", bool, None, "replace the run in a non-empty --output (its own files only)"),
-            ("--save-freq", rf.integer(0), None, "epochs between checkpoints (0: none; default 5)"),
+            ("--save-freq", rf.integer(0), None, "epochs per checkpoint (0: none; default 5 or as resumed)"),
             ("--evaluate", rf.integer(1), "N", "with --resume: the success over N episodes"),
             ("--tensorboard", rf.folder_path, "DIR", "also write TensorBoard events to DIR/<run>_<N>"),
             ("--conf-file", Path, None, "per-env settings (YAML: env id -> settings)"),
             ("--no-gif", bool, None, "skip the GIF of the trained policy"),
         ):
             kw = {"action": "store_true"} if kind is bool else {"type": kind, "metavar": metavar}
-            parser.add_argument(flag, help=help, default=5 if flag == "--save-freq" else None, **kw)
+            parser.add_argument(flag, help=help, **kw)
         rf.add_settings(parser, self.config)
         args = parser.parse_args(argv)
         values = {k: getattr(args, k) for k in self.specs if getattr(args, k) is not None}
@@ -203,6 +203,7 @@ class Run:
         rf.check_settings(entry, self.specs, f"--conf-file: {path}, entry {env_id!r}, key")
         cfg = self.config(**{**entry, **values})
         check(cfg, self.size)
+        args.save_freq = 5 if args.save_freq is None else args.save_freq
         self.path = args.output or output(cfg)
         RunFolder(self.path, self.script, self.outputs).check_new(args.force)
         rf.tensorboard_folder(None, args.tensorboard, "--tensorboard")
@@ -256,9 +257,10 @@ class Run:
         cp = self.checkpoint = folder.resume_from(
             "--resume", "checkpoints need --save-freq >= 1", path, kept, "config"
         )
-        workers, done = cp.meta.get("world_size", 1), cp.meta.get("epoch")
-        if type(done) is not int or type(workers) is not int:
-            raise cp.unfit(rf.CHECKPOINT_MANIFEST, "its meta holds no epoch and world size")
+        workers, done, freq = cp.meta.get("world_size", 1), cp.meta.get("epoch"), cp.meta.get("save_freq", 5)
+        if type(done) is not int or type(workers) is not int or type(freq) is not int:
+            raise cp.unfit(rf.CHECKPOINT_MANIFEST, "its meta holds no epoch, world size and save_freq")
+        args.save_freq = freq if args.save_freq is None else args.save_freq  # as the run was launched
         if workers != self.size and args.evaluate is None:  # --evaluate reads the networks only
             launch = "python"
             if workers > 1:
@@ -308,17 +310,14 @@ class Run:
             files = {name: b for part in everyone or () for name, b in part.items()}
         if self.folder is None:
             return
-        shared |= {
-            "rows": self.rows,
-            "times": dict(self.timers.seconds),
-            "wall0": self.earlier[0],
-            "cpu0": self.earlier[1],
-        }
+        wall0, cpu0 = self.earlier
+        shared |= {"rows": self.rows, "times": dict(self.timers.seconds), "wall0": wall0, "cpu0": cpu0}
         data = io.BytesIO()
         torch.save(shared, data)  # to memory, then written: a full disk is an OSError naming the file
         blobs = {"agent.pt": data.getvalue(), **files}
         writers = {name: (lambda path, b=b: path.write_bytes(b)) for name, b in blobs.items()}
         meta = {"epoch": epoch, "config": asdict(self.cfg), "world_size": self.size, "own": sorted(own)}
+        meta["save_freq"] = self.args.save_freq  # what a --resume without --save-freq keeps
         self.folder.save_checkpoint(epoch, writers, meta)
 
     # ------------------------------------------------------------------ the curve

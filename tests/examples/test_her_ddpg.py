@@ -220,6 +220,19 @@ def test_a_run_begun_before_a_setting_existed_resumes_with_its_default(tmp_path:
     assert _state(new)["updates"] == 12
 
 
+def test_a_resume_keeps_the_runs_checkpoint_frequency_and_the_curve_has_lf_line_ends(tmp_path: Path) -> None:
+    """--resume without --save-freq checkpoints as the run was launched (here every epoch), not every 5."""
+    out = tmp_path / "run"
+    her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])  # TINY: --save-freq 1
+    her_ddpg.main(["--resume", str(out), "--epochs", "3", "--no-gif"])
+    rows = _rows(out)
+    assert float(rows[2]["t_checkpoint"]) > float(rows[1]["t_checkpoint"])  # epoch 2 wrote one
+    assert json.loads((_checkpoint(out) / "MANIFEST.json").read_text())["meta"]["save_freq"] == 1
+    her_ddpg.main(["--resume", str(out), "--epochs", "4", "--save-freq", "3", "--no-gif"])  # given: it wins
+    assert json.loads((_checkpoint(out) / "MANIFEST.json").read_text())["meta"]["save_freq"] == 3
+    assert b"\r" not in (out / "eval.csv").read_bytes()
+
+
 def _rows(out: Path) -> list[dict[str, str]]:
     return list(csv.DictReader((out / "eval.csv").open()))
 

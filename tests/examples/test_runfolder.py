@@ -358,3 +358,8 @@ def test_a_real_error_is_not_taken_for_an_interrupt() -> None:
 
     with pytest.raises(RuntimeError, match="a bug"):
         runfolder.run_main("train.py", body, lambda: "")
+
+
+def test_csv_text_has_a_column_per_key_in_first_seen_order_and_lf_line_ends() -> None:
+    text = runfolder.csv_text([{"epoch": 1, "success": 0.5}, {"epoch": 2, "extra": "a,b"}])
+    assert text == 'epoch,success,extra\n1,0.5,\n2,,"a,b"\n'
