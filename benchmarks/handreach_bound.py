@@ -25,10 +25,10 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, minimize
 
 import goalenvs  # noqa: F401  (registers the ids)
-from benchmarks.handreach_fingers import FINGERS, goal_kind
+from benchmarks.handreach_fingers import EVAL_SEED, FINGERS, goal_kind
 from goalenvs.envs.hand.settings import FINGERTIP_SITES
 
-SEEDS = 2 * 10**9  # the first seed ``--evaluate`` uses
+SEEDS = EVAL_SEED  # the first seed ``--evaluate`` uses
 STARTS = 6  # searches per goal: the start pose, then perturbed ones (0.3 rad per joint)
 THRESHOLD = 0.01  # m: HandReach's distance_threshold
 

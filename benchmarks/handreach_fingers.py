@@ -30,6 +30,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
 from her_ddpg import Agent, Config
+from nets import EVAL_SEED
 
 import goalenvs  # noqa: F401  (registers the ids)
 
@@ -56,7 +57,7 @@ def main(run: Path, episodes: int) -> None:
     missed: dict[str, list[float]] = collections.defaultdict(list)  # final distances (cm) of the misses
     at_limit: dict[str, list[int]] = collections.defaultdict(list)  # controls at +-1 at the last step
     for i in range(episodes):
-        obs, _ = env.reset(seed=2 * 10**9 + i)
+        obs, _ = env.reset(seed=EVAL_SEED + i)
         kind = goal_kind(obs["desired_goal"])
         for _ in range(env.max_steps):
             action = agent.pi(obs["observation"][None], obs["desired_goal"][None])[0]

@@ -29,11 +29,11 @@ import goalenvs  # noqa: F401  (registers the ids)
 from benchmarks.handreach_fingers import FINGERS, goal_kind
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-from nets import load_policy
+from nets import EVAL_SEED, load_policy
 from runfolder import RunError
 
 HOLD = 15  # steps an action is held
-SEEDS = range(2 * 10**9, 2 * 10**9 + 1000)  # the episodes ``--evaluate`` runs
+SEEDS = range(EVAL_SEED, EVAL_SEED + 1000)  # the episodes ``--evaluate`` runs
 
 
 def settle(env: gym.Env, seed: int, action: np.ndarray) -> np.ndarray:

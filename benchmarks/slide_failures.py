@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 
-from nets import Policy, load_policy
+from nets import EVAL_SEED, Policy, load_policy
 from runfolder import RunError
 
 import goalenvs  # noqa: F401  (registers the ids)
@@ -68,7 +68,7 @@ def bands(rows: dict[str, np.ndarray], key: str, edges: tuple[tuple[float, float
 def main(run: Path, episodes: int) -> None:
     policy, cfg = load_policy(run, option="RUN_DIR")
     env: Any = gym.make(cfg["env_id"]).unwrapped  # its max_steps: the episode's length
-    results = [episode(env, policy, 2 * 10**9 + i) for i in range(episodes)]
+    results = [episode(env, policy, EVAL_SEED + i) for i in range(episodes)]
     rows = {key: np.array([r[key] for r in results]) for key in results[0]}
     print(f"{run}: success {rows['success'].mean():.3f} over {episodes} episodes")
     bands(rows, "distance", DISTANCES, "m")

@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 # The examples' shared modules (examples/nets.py, runfolder.py, workers.py):
-from nets import MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, net_input, record_gif, stack
+from nets import EVAL_SEED, MLP, OUTPUTS, SCRIPT, Normalizer, native_bf16, net_input, record_gif, stack
 from runfolder import Range, RunError, setting
 from workers import Run, Timers, all_sum, part, share
 
@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> float:
         if run.resuming:
             t.load(*run.resume(t.fits))
         if args.evaluate is not None:
-            success = t.evaluate(base=2 * 10**9)[0]
+            success = t.evaluate(base=EVAL_SEED)[0]
             print(f"{run.path}: success rate {success:.3f} over {cfg.eval_episodes} episodes")
             return success
         success = train(t, run)

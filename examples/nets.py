@@ -20,6 +20,7 @@ import goalenvs  # noqa: F401  (registers the goalenvs/ ids)
 # her_ddpg.py's name in its run folders' manifests, and the files it writes beside its checkpoints.
 SCRIPT = "her_ddpg.py"
 OUTPUTS = ("config.json", "commands.txt", "eval.csv", "success.png", "policy.gif")
+EVAL_SEED = 2 * 10**9  # her_ddpg.py --evaluate's episodes: seeds EVAL_SEED + i, none of them a training seed
 
 Policy = Callable[[dict[str, np.ndarray]], np.ndarray]
 
