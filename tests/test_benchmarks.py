@@ -186,3 +186,33 @@ def test_handreach_bound_finds_the_start_pose_and_no_pose_beyond_the_hands_reach
         handreach_bound.main(1, ("thumb",))
     with pytest.raises(SystemExit, match="EPISODES: 0 not accepted"):
         handreach_bound.main(0)
+    with pytest.raises(
+        SystemExit, match=r"PENETRATION_MM: 25.0 not accepted; accepted: a number of mm in \[0, 20\)"
+    ):
+        handreach_bound.main(1, ("ring",), 25.0)
+    # The contact pairs: apart at the start pose; the middle fingertip inside the thumb's where the search
+    # without contacts meets that goal (so the contact-aware search has something to hold apart).
+    pairs = list(zip(env.model.pair_geom1.tolist(), env.model.pair_geom2.tolist(), strict=True))
+    assert min(hand.gap(hand.start, a, b) for a, b in pairs) > 1e-3
+    hand.least_distance(goal, rng)
+    assert min(hand.gap(hand.pose, a, b) for a, b in pairs) < -1e-3
+
+
+@pytest.mark.slow
+def test_handreach_bound_with_contacts_keeps_the_pairs_apart_and_finds_a_larger_distance() -> None:
+    pytest.importorskip(
+        "goalenvs.envs.hand", reason="the hand tasks need mujoco (pip install goalenvs[fetch])"
+    )
+    pytest.importorskip("scipy")
+    import gymnasium as gym
+
+    from benchmarks import handreach_bound
+
+    env = gym.make("goalenvs/HandReach-v0").unwrapped
+    goals = (env.reset(seed=handreach_bound.SEEDS + i)[0]["desired_goal"] for i in range(50))
+    goal = next(g for g in goals if handreach_bound.goal_kind(g) == "middle")
+    hand = handreach_bound.Hand(env, penetration=0.0035)
+    distance = hand.least_distance(goal, np.random.default_rng(0))
+    assert 1e-3 < distance < 0.01  # held apart, the tips stop short of the goal, still within 1 cm
+    pairs = list(zip(env.model.pair_geom1.tolist(), env.model.pair_geom2.tolist(), strict=True))
+    assert min(hand.gap(hand.pose, a, b) for a, b in pairs) >= -0.0035 - 1e-5
