@@ -41,6 +41,7 @@ class Hand:
     def __init__(self, env: Any, penetration: float | None = None) -> None:
         m = self.model = env.model
         self.data = mujoco.MjData(m)
+        mujoco.mj_kinematics(m, self.data)  # gap() recomputes only when the pose changes
         self.sites = [mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_SITE, name) for name in FINGERTIP_SITES]
         self.bounds = Bounds(m.jnt_range[:, 0], m.jnt_range[:, 1])
         # Fixed tendons: length = sum of coefficient x joint position, each held in its range.
