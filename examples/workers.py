@@ -25,6 +25,7 @@ from nets import curve_png
 from runfolder import Checkpoint, RunError, RunFolder
 
 _T = TypeVar("_T")
+SAVE_FREQ = 5  # epochs per checkpoint without --save-freq; a resume keeps the run's (5 if it predates)
 
 
 class Timers:
@@ -203,7 +204,7 @@ class Run:
         rf.check_settings(entry, self.specs, f"--conf-file: {path}, entry {env_id!r}, key")
         cfg = self.config(**{**entry, **values})
         check(cfg, self.size)
-        args.save_freq = 5 if args.save_freq is None else args.save_freq
+        args.save_freq = SAVE_FREQ if args.save_freq is None else args.save_freq
         self.path = args.output or output(cfg)
         RunFolder(self.path, self.script, self.outputs).check_new(args.force)
         rf.tensorboard_folder(None, args.tensorboard, "--tensorboard")
@@ -257,10 +258,10 @@ class Run:
         cp = self.checkpoint = folder.resume_from(
             "--resume", "checkpoints need --save-freq >= 1", path, kept, "config"
         )
-        workers, done, freq = cp.meta.get("world_size", 1), cp.meta.get("epoch"), cp.meta.get("save_freq", 5)
-        if type(done) is not int or type(workers) is not int or type(freq) is not int:
+        workers, done = cp.meta.get("world_size", 1), cp.meta.get("epoch")
+        args.save_freq = cp.meta.get("save_freq", SAVE_FREQ) if args.save_freq is None else args.save_freq
+        if type(done) is not int or type(workers) is not int or type(args.save_freq) is not int:
             raise cp.unfit(rf.CHECKPOINT_MANIFEST, "its meta holds no epoch, world size and save_freq")
-        args.save_freq = freq if args.save_freq is None else args.save_freq  # as the run was launched
         if workers != self.size and args.evaluate is None:  # --evaluate reads the networks only
             launch = "python"
             if workers > 1:
@@ -335,9 +336,8 @@ class Run:
             )
             if self.resuming:  # eval.csv: drops rows written after the checkpoint
                 self.folder.write("eval.csv", rf.csv_text(self.rows))
-                print(
-                    f"resumed {self.path} at epoch {self.rows[-1]['epoch'] if self.rows else 0}", flush=True
-                )
+                last = self.rows[-1]["epoch"] if self.rows else 0
+                print(f"resumed {self.path} at epoch {last}", flush=True)
         if self.size > 1:  # meet, so that the other workers' later start is not timed as worker 0's wait
             dist.barrier()
         self.started = (time.perf_counter(), time.process_time())

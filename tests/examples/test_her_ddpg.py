@@ -220,7 +220,9 @@ def test_a_run_begun_before_a_setting_existed_resumes_with_its_default(tmp_path:
     assert _state(new)["updates"] == 12
 
 
-def test_a_resume_keeps_the_runs_checkpoint_frequency_and_the_curve_has_lf_line_ends(tmp_path: Path) -> None:
+def test_a_resume_keeps_the_runs_checkpoint_frequency_and_the_curve_has_lf_line_ends(
+    tmp_path: Path, capsys
+) -> None:
     """--resume without --save-freq checkpoints as the run was launched (here every epoch), not every 5."""
     out = tmp_path / "run"
     her_ddpg.main([*TINY, "--epochs", "1", "--output", str(out)])  # TINY: --save-freq 1
@@ -231,6 +233,13 @@ def test_a_resume_keeps_the_runs_checkpoint_frequency_and_the_curve_has_lf_line_
     her_ddpg.main(["--resume", str(out), "--epochs", "4", "--save-freq", "3", "--no-gif"])  # given: it wins
     assert json.loads((_checkpoint(out) / "MANIFEST.json").read_text())["meta"]["save_freq"] == 3
     assert b"\r" not in (out / "eval.csv").read_bytes()
+    manifest_path = _checkpoint(out) / "MANIFEST.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["meta"]["save_freq"] = "3"  # not a number of epochs: refused before anything is written
+    manifest_path.write_text(json.dumps(manifest))
+    line = fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "5", "--no-gif"])
+    assert "its meta holds no epoch, world size and save_freq" in line
+    assert [int(r["epoch"]) for r in _rows(out)] == [1, 2, 3, 4]
 
 
 def _rows(out: Path) -> list[dict[str, str]]:
