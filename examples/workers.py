@@ -255,13 +255,13 @@ class Run:
         if args.evaluate is None:  # else read only (the checkpoint's networks)
             self.folder = folder = RunFolder.open(out, outputs=self.outputs, script=self.script)
         kept = {k: v for k, v in asdict(cfg).items() if k not in self.free and k not in added}
-        cp = self.checkpoint = folder.resume_from(
-            "--resume", "checkpoints need --save-freq >= 1", path, kept, "config"
-        )
+        cp = self.checkpoint = folder.resume_from("--resume", "checkpoints need --save-freq >= 1", path, kept, "config")  # fmt: skip
         workers, done = cp.meta.get("world_size", 1), cp.meta.get("epoch")
+        if type(done) is not int or type(workers) is not int:
+            raise cp.unfit(rf.CHECKPOINT_MANIFEST, "its meta holds no epoch and world size")
         args.save_freq = cp.meta.get("save_freq", SAVE_FREQ) if args.save_freq is None else args.save_freq
-        if type(done) is not int or type(workers) is not int or type(args.save_freq) is not int:
-            raise cp.unfit(rf.CHECKPOINT_MANIFEST, "its meta holds no epoch, world size and save_freq")
+        if type(args.save_freq) is not int or args.save_freq < 0:  # a damaged manifest, not a lost run
+            raise RunError(f"--resume: {cp.path}: {rf.CHECKPOINT_MANIFEST}, key save_freq: {args.save_freq!r} is not accepted; accepted: an integer >= 0, or give --save-freq N")  # fmt: skip
         if workers != self.size and args.evaluate is None:  # --evaluate reads the networks only
             launch = "python"
             if workers > 1:

@@ -238,8 +238,11 @@ def test_a_resume_keeps_the_runs_checkpoint_frequency_and_the_curve_has_lf_line_
     manifest["meta"]["save_freq"] = "3"  # not a number of epochs: refused before anything is written
     manifest_path.write_text(json.dumps(manifest))
     line = fails(capsys, her_ddpg.main, ["--resume", str(out), "--epochs", "5", "--no-gif"])
-    assert "its meta holds no epoch, world size and save_freq" in line
+    assert "key save_freq: '3' is not accepted" in line and "give --save-freq N" in line
     assert [int(r["epoch"]) for r in _rows(out)] == [1, 2, 3, 4]
+    # The way out it names:
+    her_ddpg.main(["--resume", str(out), "--epochs", "5", "--save-freq", "1", "--no-gif"])
+    assert [int(r["epoch"]) for r in _rows(out)] == [1, 2, 3, 4, 5]
 
 
 def _rows(out: Path) -> list[dict[str, str]]:
