@@ -238,10 +238,8 @@ class Run:
         edited = {k: saved[k] for k in sorted(added) if saved[k] != defaults[k]}
         if edited:
             accepted = {k: defaults[k] for k in edited}
-            raise RunError(
-                f"--resume: {path} sets {edited}, settings its checkpoint predates; accepted: their defaults "
-                f"{accepted} (what the run ran with)"
-            )
+            why = f"settings its checkpoint predates; accepted: their defaults {accepted} (what the run ran with)"
+            raise RunError(f"--resume: {path} sets {edited}, {why}")
         changed = {k: v for k, v in values.items() if k not in self.free and v != saved[k]}
         if changed:
             may = ", ".join("--" + k.replace("_", "-") for k in self.free)
@@ -255,13 +253,15 @@ class Run:
         if args.evaluate is None:  # else read only (the checkpoint's networks)
             self.folder = folder = RunFolder.open(out, outputs=self.outputs, script=self.script)
         kept = {k: v for k, v in asdict(cfg).items() if k not in self.free and k not in added}
-        cp = self.checkpoint = folder.resume_from("--resume", "checkpoints need --save-freq >= 1", path, kept, "config")  # fmt: skip
+        how = "checkpoints need --save-freq >= 1"
+        cp = self.checkpoint = folder.resume_from("--resume", how, path, kept, "config")
         workers, done = cp.meta.get("world_size", 1), cp.meta.get("epoch")
         if type(done) is not int or type(workers) is not int:
             raise cp.unfit(rf.CHECKPOINT_MANIFEST, "its meta holds no epoch and world size")
         args.save_freq = cp.meta.get("save_freq", SAVE_FREQ) if args.save_freq is None else args.save_freq
         if type(args.save_freq) is not int or args.save_freq < 0:  # a damaged manifest, not a lost run
-            raise RunError(f"--resume: {cp.path}: {rf.CHECKPOINT_MANIFEST}, key save_freq: {args.save_freq!r} is not accepted; accepted: an integer >= 0, or give --save-freq N")  # fmt: skip
+            why = f"key save_freq: {args.save_freq!r} is not accepted; accepted: an integer >= 0, or give --save-freq N"
+            raise RunError(f"--resume: {cp.path}: {rf.CHECKPOINT_MANIFEST}, {why}")
         if workers != self.size and args.evaluate is None:  # --evaluate reads the networks only
             launch = "python"
             if workers > 1:
