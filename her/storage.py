@@ -2,14 +2,17 @@
 
 A ring of ``T = capacity // n_envs`` rows (stable-baselines3's layout), each row one step of every env;
 each stored quantity is one array of ``T * n_envs`` entries, entry ``row * n_envs + env``. Each
-observation is stored **once**: the next observation of step ``t`` is the observation of step ``t + 1``
-in the next row, and an episode's final observation is kept in a table of episodes (slot: first row,
-length, env, final observation). For 50-step episodes this halves the memory of ``obs`` + ``next_obs``.
+observation is stored **once**: the next observation of a step is the observation of the next row, and
+an episode's final observation is kept in a table of ended episodes. For 50-step episodes this halves
+the memory of ``obs`` + ``next_obs``.
 
-Each entry holds its episode's slot once the episode has ended (-1 before). When a write reaches an
-episode's first row, the whole episode leaves the samples (its entries become ``-2 - slot``); its slot
-is freed when its last row is overwritten. Sampling draws entries uniformly among those written and
-keeps those with a slot: uniform over the transitions of the complete episodes still whole, O(batch).
+Steps are counted per env (each write is one row of every env): step ``s`` is in row ``s % T`` until
+step ``s + T`` overwrites it. Each entry holds the id of its ended episode (-1 while it runs); episode
+``id`` is row ``id % size`` of the table (its first step, length, env and final observation), which
+grows when that row still holds an episode with steps in the ring. An episode can be sampled while
+its first step is in the ring, so an overwrite needs no bookkeeping beyond clearing the entries it
+writes. Sampling draws entries uniformly among those written and keeps those of such episodes:
+uniform over their transitions, O(batch).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ __all__ = ["GoalFn", "HerStorage"]
 GoalFn = Callable[[np.ndarray, np.ndarray, Any], Any]
 
 SHAPE_AND_DTYPE = operator.attrgetter("shape", "dtype")
-FIRST_TABLE_SIZE = 16  # episode table slots at first (doubled when all are in use)
+FIRST_TABLE_SIZE = 16  # rows of the episode table at first (doubled when needed)
 STOCK_NAMES = {"actions": "action", "rewards": "reward", "terminateds": "terminated"}
 ROW_NAMES = [*STOCK_NAMES, "observations", "next_observations", "truncateds", "episode_starts"]
 ROW_NAMES += ["episode_lengths", "infos"]
@@ -168,7 +171,7 @@ class HerStorage:
         row = {f"obs/{key}": spec for key, spec in self.obs_specs.items()}
         row["action"], row["reward"] = self.action_spec, ((), np.dtype(np.float32))
         row["terminated"] = row["truncated"] = ((), np.dtype(bool))
-        row["slot"] = ((), np.dtype(np.int64))  # the entry's episode's slot (see the module docstring)
+        row["episode"] = ((), np.dtype(np.int64))  # the id of the entry's ended episode, else -1
         row.update({f"info/{key}": spec for key, spec in (self.info_specs or {}).items()})
         return {**row, "info_dict": ((), np.dtype(object))} if self.copy_info_dict else row
 
@@ -177,7 +180,7 @@ class HerStorage:
         obs = sum(np.dtype(d).itemsize * math.prod(s) for s, d in self.obs_specs.values())
         per_row = sum(np.dtype(d).itemsize * math.prod(s) for s, d in self._row_specs().values())
         entries = self.steps_per_env * self.n_envs
-        return entries * per_row + FIRST_TABLE_SIZE * (obs + 3 * 8) + self.n_envs * (obs + 2 * 8)
+        return entries * per_row + FIRST_TABLE_SIZE * (obs + 4 * 8) + self.n_envs * (obs + 2 * 8)
 
     def _allocate(self) -> None:
         n, size, needed = self.n_envs, self.steps_per_env * self.n_envs, self.planned_nbytes()
@@ -197,19 +200,20 @@ class HerStorage:
             self._data = {name: np.zeros((size, *s), d) for name, (s, d) in self._row_specs().items()}
         except (MemoryError, ValueError):  # numpy's message names an array shape, not the argument
             raise MemoryError(f"{sizes}, which could not be allocated; lower capacity") from None
-        self._data["slot"][:] = -1
-        self.pos, self.full = 0, False  # the row of the next write; whether the ring has wrapped
-        self._steps = self._sampleable = 0  # steps written per env; entries that can be sampled
-        self._table = np.zeros((FIRST_TABLE_SIZE, 3), np.int64)  # per slot: first row, length, env
-        self._finals = {key: np.zeros((FIRST_TABLE_SIZE, *s), d) for key, (s, d) in self.obs_specs.items()}
-        self._free = list(range(FIRST_TABLE_SIZE - 1, -1, -1))  # free slots (pop: the lowest)
-        # Per row, the slots of the sampleable episodes that begin there, and of the episodes that end
-        # there: a write reaching the row takes the first out of the samples and frees the second.
-        self._starts: dict[int, list[int]] = {}
-        self._ends: dict[int, list[int]] = {}
-        # Per env: the step count at which the unfinished episode began (its length is _steps - _begin),
-        # the longest episode that outgrew the ring, the next observation given with the latest step.
+        self._data["episode"][:] = -1
+        self._steps = 0  # steps written per env: the next write goes to row _steps % T
+        self._next_id = 0  # of the next episode to end
+        # Per table row: the episode's id (-1: none), first step, length, env, final observation.
+        table = {"id": np.full(FIRST_TABLE_SIZE, -1), "first": np.zeros(FIRST_TABLE_SIZE, np.int64)}
+        table["length"], table["env"] = np.zeros_like(table["first"]), np.zeros_like(table["first"])
+        table.update(
+            {f"final/{k}": np.zeros((FIRST_TABLE_SIZE, *s), d) for k, (s, d) in self.obs_specs.items()}
+        )
+        self._table = table
+        # Per env: the step at which its unfinished episode began, the longest episode that outgrew the
+        # ring, the next observation given with the latest step.
         self._begin, self._outgrown = np.zeros(n, np.int64), np.zeros(n, np.int64)
+        self._earliest = 0  # min(_begin), as an int: the oldest unfinished episode's first step
         self._pending = {key: np.zeros((n, *s), d) for key, (s, d) in self.obs_specs.items()}
         self._prepare()
 
@@ -217,7 +221,7 @@ class HerStorage:
         """What each add would otherwise look up again: the arrays a step writes, in order."""
         names = [*(f"obs/{key}" for key in self.obs_specs), "action", "reward", "terminated", "truncated"]
         self._targets = [self._grid(name) for name in names]  # (T, n_envs, ...) views
-        self._slots = self._data["slot"]
+        self._episode = self._data["episode"]
         self._obs_values = operator.itemgetter(*self.obs_specs)  # a tuple: there are two goals at least
 
     def reset(self) -> None:
@@ -225,11 +229,8 @@ class HerStorage:
         self._allocate()
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {
-            k: v
-            for k, v in self.__dict__.items()
-            if k not in ("_lock", "_targets", "_slots", "_obs_values", "_starts")
-        }
+        skip = ("_lock", "_targets", "_episode", "_obs_values")
+        state = {key: value for key, value in self.__dict__.items() if key not in skip}
         state["_data"] = {name: array[: self.num_transitions] for name, array in self._data.items()}
         if not self.pickle_functions:
             state["reward_fn"] = state["terminated_fn"] = None
@@ -237,7 +238,7 @@ class HerStorage:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         stored = state.pop("_data")
-        if "slot" not in stored:  # pickled before the entries held their episode's slot
+        if "episode" not in stored:  # pickled before the episode table had ids
             raise ValueError(
                 "this HerStorage was pickled by an older goalenvs and cannot be loaded; start a new one"
             )
@@ -246,28 +247,39 @@ class HerStorage:
         for name, array in stored.items():
             self._data[name] = np.zeros((size, *array.shape[1:]), array.dtype)
             self._data[name][: len(array)] = array
-        self._data["slot"][len(stored["slot"]) :] = -1
+        self._data["episode"][len(stored["episode"]) :] = -1
         self._prepare()
-        self._starts = {}  # rebuilt from the entries: the sampleable episodes' first rows
-        for slot in np.unique(self._slots[self._slots >= 0]).tolist():
-            self._starts.setdefault(int(self._table[slot, 0]), []).append(slot)
 
     # ------------------------------------------------------------------ reading
     @property
+    def pos(self) -> int:
+        """The row of the next write."""
+        return self._steps % self.steps_per_env
+
+    @property
+    def full(self) -> bool:
+        """Whether the ring has wrapped (every row written)."""
+        return self._steps >= self.steps_per_env
+
+    @property
     def num_transitions(self) -> int:
         """Transitions currently held (complete episodes or not)."""
-        return (self.steps_per_env if self.full else self.pos) * self.n_envs
+        return min(self._steps, self.steps_per_env) * self.n_envs
+
+    def _whole(self) -> np.ndarray:
+        """Per table row: whether it holds an ended episode whose first step is still in the ring."""
+        return (self._table["id"] >= 0) & (self._table["first"] >= self._steps - self.steps_per_env)
 
     @property
     def num_sampleable(self) -> int:
         """Transitions that :meth:`sample` can return: those of complete episodes still whole."""
-        return self._sampleable
+        return int(self._table["length"][self._whole()].sum())
 
     @property
     def nbytes(self) -> int:
         """Bytes of all arrays the storage holds (info dicts, when kept, not included)."""
-        arrays = [*self._data.values(), *self._finals.values(), *self._pending.values()]
-        return sum(a.nbytes for a in [*arrays, self._table, self._begin, self._outgrown])
+        arrays = [*self._data.values(), *self._table.values(), *self._pending.values()]
+        return sum(a.nbytes for a in [*arrays, self._begin, self._outgrown])
 
     @property
     def current_episode_lengths(self) -> np.ndarray:
@@ -286,10 +298,9 @@ class HerStorage:
 
     def episode_lengths(self) -> np.ndarray:
         """Lengths of the complete episodes that can be sampled, per env (oldest first) concatenated."""
-        T = self.steps_per_env
-        slots = self._grid("slot")[(np.arange(T) + (self.pos if self.full else 0)) % T]  # oldest row first
-        firsts = [column[(column >= 0) & (np.diff(column, prepend=-1) != 0)] for column in slots.T]
-        return self._table[np.concatenate(firsts), 1]
+        whole = self._whole()
+        order = np.lexsort((self._table["first"][whole], self._table["env"][whole]))
+        return self._table["length"][whole][order]
 
     def rows(self, name: str) -> Any:
         """Stored ``name`` as read-only ``(steps_per_env, n_envs, ...)`` arrays in stable-baselines3's
@@ -310,15 +321,15 @@ class HerStorage:
         if name == "infos":  # rows never written hold np.zeros' 0
             kept = self._data.get("info_dict", np.zeros(T * n, object))
             return readonly(object_array([i if isinstance(i, Mapping) else {} for i in kept]).reshape(T, n))
-        row, raw = np.arange(T)[:, None], self._grid("slot")
+        row, episode, table = np.arange(T)[:, None], self._grid("episode"), self._table
         current_len, current_start = self.current_episode_lengths, self.current_episode_starts
         current = (row < (T if self.full else self.pos)) & ((row - current_start) % T < current_len)
-        slot, known = np.where(raw >= 0, raw, -2 - raw), raw != -1  # rows of ended episodes
-        start, length = self._table[slot, 0], np.where(known, self._table[slot, 1], 0)
+        known, at = episode >= 0, episode % len(table["id"])  # rows of ended episodes; their table rows
+        start, length = table["first"][at] % T, np.where(known, table["length"][at], 0)
         if name == "episode_starts":
             return readonly(np.where(current, current_start, np.where(known, start, 0)))
         if name == "episode_lengths":
-            return readonly(np.where(raw >= 0, length, 0))
+            return readonly(np.where(known & (table["first"][at] >= self._steps - T), length, 0))
         last = known & ((row - start) % T == length - 1)
         latest = current & ((row - current_start) % T == current_len - 1)
         following, out = (current & ~latest) | (known & ~last), {}
@@ -326,7 +337,7 @@ class HerStorage:
             obs = self._grid(f"obs/{key}")
             values = np.zeros_like(obs)
             values[following] = np.roll(obs, -1, axis=0)[following]
-            values[last] = self._finals[key][slot[last]]
+            values[last] = table[f"final/{key}"][at[last]]
             values[latest] = np.broadcast_to(self._pending[key], values.shape)[latest]
             out[key] = readonly(values)
         return out
@@ -353,25 +364,8 @@ class HerStorage:
         """
         self._enter("add")
         try:
-            values = self._checked(
-                None, observations, actions, rewards, terminateds, truncateds, next_observations
-            )
-            k, p = len(self.obs_specs), self.pos
-            term, trunc, next_obs = values[k + 2], values[k + 3], values[k + 4 :]
-            # A step's few flags: tolist, a third of the time of a numpy call.
-            done = term | trunc if any(term.tolist()) or any(trunc.tolist()) else None
-            self._check_finite(values, next_obs, done)
-            kept = self._kept_infos(infos, None) if self.info_keys or self.copy_info_dict else {}
-            if self.full:
-                self._overwrite(p, 1)
-            # zip stops at the k + 4 targets: observations to flags (no slice: an add is ~40 such steps).
-            for target, value in zip(self._targets, values, strict=False):
-                target[p] = value
-            for pending, value in zip(self._pending.values(), next_obs, strict=False):
-                pending[...] = value  # a copy: the caller may change its arrays
-            for name, value in kept.items():
-                self._grid(name)[p] = value
-            self._advance(1, done, next_obs)
+            arrays = (observations, actions, rewards, terminateds, truncateds, next_observations)
+            self._store(None, self._checked(None, *arrays), infos)
         finally:
             self._lock.release()
 
@@ -391,27 +385,7 @@ class HerStorage:
         self._enter("extend")
         try:
             arrays = (observations, actions, rewards, terminateds, truncateds, next_observations)
-            values, k = self._checked(m, *arrays), len(self.obs_specs)
-            term, trunc, next_obs = values[k + 2], values[k + 3], values[k + 4 :]
-            done = (term | trunc).reshape(m, self.n_envs) if term.any() or trunc.any() else None
-            self._check_finite(values, next_obs, done)
-            targets, values = self._targets, values[: k + 4]
-            if self.info_keys or self.copy_info_dict:
-                kept = self._kept_infos(infos, m)
-                targets, values = [*targets, *map(self._grid, kept)], [*values, *kept.values()]
-            start = 0
-            while start < m:  # blocks up to the ring's end
-                p, rows = self.pos, min(m - start, self.steps_per_env - self.pos)
-                block = slice(start, start + rows)
-                if self.full:
-                    self._overwrite(p, rows)
-                for target, value in zip(targets, values, strict=True):
-                    target[p : p + rows] = value[block]
-                last = [value[start + rows - 1] for value in next_obs]
-                for pending, value in zip(self._pending.values(), last, strict=True):
-                    pending[...] = value
-                self._advance(rows, None if done is None else done[block], [v[block] for v in next_obs])
-                start += rows
+            self._store(m, self._checked(m, *arrays), infos)
         finally:
             self._lock.release()
 
@@ -423,6 +397,43 @@ class HerStorage:
                 f"HerStorage.{method} called from a second thread while another thread is using the storage; "
                 "one HerStorage is not thread-safe: give each thread its own, or a lock around its calls"
             )
+
+    def _store(self, m: int | None, values: list[np.ndarray], infos: Any) -> None:
+        """Write one step (``m`` None: arrays ``(n_envs, ...)``) or ``m`` steps (``(m, n_envs, ...)``),
+        checked by :meth:`_checked`, in blocks up to the ring's end, and book the episodes they end."""
+        k, n, T = len(self.obs_specs), self.n_envs, self.steps_per_env
+        term, trunc, next_obs = values[k + 2], values[k + 3], values[k + 4 :]
+        # A step's few flags: tolist, a third of the time of a numpy call.
+        ended = any(term.tolist()) or any(trunc.tolist()) if m is None else term.any() or trunc.any()
+        done = (term | trunc).reshape(-1, n) if ended else None  # (steps, n_envs)
+        self._check_finite(values, next_obs, done)
+        targets, values = self._targets, values[: k + 4]
+        if self.info_keys or self.copy_info_dict:
+            kept = self._kept_infos(infos, m)
+            targets, values = [*targets, *map(self._grid, kept)], [*values, *kept.values()]
+        start = 0
+        while start < (m or 1):
+            p = self._steps % T
+            rows = min((m or 1) - start, T - p)
+            self._episode[p * n : (p + rows) * n] = -1  # the steps these rows held leave the ring
+            # zip stops at the targets: a step's values then its next observations.
+            for target, value in zip(targets, values, strict=False):
+                target[p : p + rows] = value if m is None else value[start : start + rows]
+            self._steps += rows
+            for i in np.flatnonzero(done[start : start + rows]).tolist() if done is not None else ():
+                step, env = divmod(i, n)  # in time order
+                end = self._steps - rows + step + 1  # the step after the episode's last
+                at = env if m is None else (start + step, env)
+                final = {key: v[at] for key, v in zip(self.obs_specs, next_obs, strict=True)}
+                self._book(env, int(self._begin[env]), end - int(self._begin[env]), final, stacklevel=5)
+                self._begin[env] = end
+                self._earliest = int(self._begin.min())
+            start += rows
+        for pending, value in zip(self._pending.values(), next_obs, strict=True):
+            pending[...] = value if m is None else value[-1]  # a copy: the caller may change its arrays
+        if self._steps - self._earliest > T:  # an unfinished episode has outgrown the ring
+            for env in np.flatnonzero(self._steps - self._begin > T).tolist():
+                self._note_outgrown(env, self._steps - int(self._begin[env]), stacklevel=4)
 
     def _checked(self, m: int | None, *arrays: Any) -> list[np.ndarray]:
         """The step's arrays (observations, action, reward, two flags, next observations), each of
@@ -495,76 +506,32 @@ class HerStorage:
         lead = (self.n_envs,) if m is None else (m, self.n_envs)
         return {name: a.reshape(*lead, *a.shape[1:]) for name, a in out.items()}
 
-    def _advance(self, rows: int, done: Any, next_obs: list[np.ndarray]) -> None:
-        """After ``rows`` steps were written from row ``pos`` on: move on, and book the episodes that
-        ``done`` (``(n_envs,)`` for one step, else ``(rows, n_envs)``) ends, with their final observations."""
-        T, n, p = self.steps_per_env, self.n_envs, self.pos
-        first_step, self._steps = self._steps, self._steps + rows
-        self.full, self.pos = self.full or p + rows == T, (p + rows) % T
-        one = done is not None and done.ndim == 1
-        for i in np.flatnonzero(done).tolist() if done is not None else ():  # in time order
-            step, env = divmod(i, n)
-            length = first_step + step + 1 - int(self._begin[env])
-            self._begin[env] = first_step + step + 1
-            final = {
-                key: v[env] if one else v[step, env] for key, v in zip(self.obs_specs, next_obs, strict=False)
-            }
-            self._book(env, p + step, length, final, later=rows - 1 - step)
-            self._earliest = int(self._begin.min())
-        if self._steps - self._earliest > T:  # an unfinished episode has outgrown the ring
-            for env in np.flatnonzero(self._steps - self._begin > T).tolist():
-                self._note_outgrown(env, self._steps - int(self._begin[env]), stacklevel=4)
-
-    _earliest = 0  # min(_begin): the start of the oldest unfinished episode (a class default, an int)
-
-    def _overwrite(self, p: int, rows: int) -> None:
-        """Before rows ``p`` to ``p + rows - 1`` are written again: the episodes that begin there leave
-        the samples, the entries become unfinished (-1), and the slots of the episodes ending there are freed."""
-        for row in range(p, p + rows) if self._starts or self._ends else ():  # a first row before a last
-            for slot in self._starts.pop(row, ()):
-                self._mark(slot, -2 - slot)
-                self._sampleable -= int(self._table[slot, 1])
-            self._free += self._ends.pop(row, ())
-        self._slots[p * self.n_envs : (p + rows) * self.n_envs] = -1
-
-    def _book(
-        self, env: int, last_row: int, length: int, final: dict[str, Any], later: int = 0, stacklevel: int = 5
-    ) -> None:
-        """Book env's episode of ``length`` steps ending on ``last_row``, with its final observation.
-
-        ``later``: steps of env written after it by the same block; those that overwrote its first rows
-        leave it out of the samples, as the add of those steps would have. ``stacklevel``: of a warning
-        that it outgrew the ring, at the caller of add, extend or end_episodes."""
+    def _book(self, env: int, first: int, length: int, final: dict[str, Any], stacklevel: int) -> None:
+        """Book env's episode of ``length`` steps from step ``first`` on, with its final observation
+        (``stacklevel``: of a warning that it outgrew the ring, at the caller of add, extend or end_episodes)."""
         T = self.steps_per_env
         if length > T:  # it outgrew the ring and lost its first rows: never sampled
             self._note_outgrown(env, length, stacklevel)
             return
-        if not self._free:  # every slot in use: double the table
-            size = len(self._table)
-            self._table = np.concatenate([self._table, np.zeros_like(self._table)])
-            self._finals = {key: np.concatenate([v, np.zeros_like(v)]) for key, v in self._finals.items()}
-            self._free = list(range(2 * size - 1, size - 1, -1))
-        slot, lost, first = self._free.pop(), max(length + later - T, 0), (last_row + 1 - length) % T
-        self._table[slot] = first, length, env
-        for key, value in final.items():
-            self._finals[key][slot] = value
-        self._ends.setdefault(last_row, []).append(slot)  # freed when that row is overwritten
-        if lost:
-            self._mark(slot, -2 - slot, skip=lost)
-        else:
-            self._mark(slot, slot)
-            self._sampleable += length
-            self._starts.setdefault(first, []).append(slot)  # out of the samples when that row is overwritten
-
-    def _mark(self, slot: int, value: int, skip: int = 0) -> None:
-        """Set the entries of the episode of ``slot`` but its first ``skip`` rows to ``value``."""
-        T, n = self.steps_per_env, self.n_envs
-        first, length, env = self._table[slot].tolist()
-        begin, end = (
-            (first + skip, first + length) if first + skip < T else (first + skip - T, first + length - T)
-        )
-        self._slots[begin * n + env : min(end, T) * n : n] = value
-        self._slots[env : max(end - T, 0) * n : n] = value
+        table, id_ = self._table, self._next_id
+        # Row id % size takes the episode once the steps of the one it holds have all left the ring; else
+        # the table doubles, each episode moving to its id % (2 * size).
+        while table["id"][id_ % len(table["id"])] >= 0:
+            row = id_ % len(table["id"])
+            if table["first"][row] + table["length"][row] + T <= self._steps:
+                break
+            size, kept = 2 * len(table["id"]), np.flatnonzero(table["id"] >= 0)
+            grown = {name: np.zeros((size, *a.shape[1:]), a.dtype) for name, a in table.items()}
+            grown["id"][:] = -1
+            for name, array in grown.items():
+                array[table["id"][kept] % size] = table[name][kept]
+            self._table = table = grown
+        row, self._next_id = id_ % len(table["id"]), id_ + 1
+        columns = {"id": id_, "first": first, "length": length, "env": env}
+        for name, value in [*columns.items(), *((f"final/{key}", v) for key, v in final.items())]:
+            table[name][row] = value
+        steps = np.arange(max(first, self._steps - T), first + length)  # those still in the ring
+        self._episode[steps % T * self.n_envs + env] = id_
 
     def _note_outgrown(self, env: int, length: int, stacklevel: int) -> None:
         """Note that env's episode of ``length`` steps outgrew the ring (a warning the first time)."""
@@ -592,12 +559,12 @@ class HerStorage:
                     "with their latest step holds non-finite values (NaN or inf), which would be their final "
                     "observation; add a step with finite values first"
                 )
-        last = (self.pos - 1) % self.steps_per_env
+        last = (self._steps - 1) % self.steps_per_env
         for env in envs.tolist():
             i = last * self.n_envs + env
             self._data["truncated"][i] = not self._data["terminated"][i]
             final = {key: pending[env] for key, pending in self._pending.items()}
-            self._book(env, last, int(self._steps - self._begin[env]), final, stacklevel=4)
+            self._book(env, int(self._begin[env]), self._steps - int(self._begin[env]), final, stacklevel=4)
             self._begin[env] = self._steps
         self._earliest = int(self._begin.min())
         return envs
@@ -634,52 +601,47 @@ class HerStorage:
         finally:
             self._lock.release()
 
-    def _draw(self, count: int) -> np.ndarray:
-        """``count`` entries drawn uniformly among those of the complete episodes still whole."""
-        written = self.num_transitions
-        share = self._sampleable / written
+    def _draw(self, count: int, share: float) -> np.ndarray:
+        """``count`` entries drawn uniformly among those of the complete episodes still whole (``share``
+        of the entries written)."""
+        written, table = self.num_transitions, self._table
+
+        def whole(entries: np.ndarray) -> np.ndarray:
+            episode = self._episode.take(entries)
+            first = table["first"].take(episode % len(table["id"]))
+            return entries[(episode >= 0) & (first >= self._steps - self.steps_per_env)]
+
         if share < 0.25:  # mostly unfinished episodes (early in a run): list the sampleable entries
-            sampleable = np.flatnonzero(self._slots[:written] >= 0)
+            sampleable = whole(np.arange(written))
             drawn = (self.rng.random(count) * len(sampleable)).astype(np.int64)
             return sampleable[np.minimum(drawn, len(sampleable) - 1, out=drawn)]
         found = []  # else draw among all written entries and keep the sampleable (rejection: uniform)
         while count > 0:
             drawn = (self.rng.random(int(count / share * 1.1) + 8) * written).astype(np.int64)
-            drawn = drawn[self._slots.take(np.minimum(drawn, written - 1, out=drawn)) >= 0][:count]
+            drawn = whole(np.minimum(drawn, written - 1, out=drawn))[:count]
             found.append(drawn)
             count -= len(drawn)
         return found[0] if len(found) == 1 else np.concatenate(found)
 
     def _sample(self, batch_size: int, n_step: int = 1) -> dict[str, Any]:
-        T, n, data = self.steps_per_env, self.n_envs, self._data
-        if self._sampleable == 0:
+        T, n, data, table = self.steps_per_env, self.n_envs, self._data, self._table
+        sampleable = self.num_sampleable
+        if not sampleable:
             raise RuntimeError(self._nothing_to_sample())
-        index = self._draw(batch_size)  # entries row * n + env
-        slot = self._slots.take(index)
-        step = (index // n - self._table.take(slot * 3)) % T  # the step in its episode (which may wrap)
-        remaining = self._table.take(slot * 3 + 1) - step  # steps left in the episode, this one included
+        index = self._draw(batch_size, sampleable / self.num_transitions)  # entries row * n + env
+        slot = self._episode.take(index) % len(table["id"])  # their episodes' table rows
+        step = (index // n - table["first"].take(slot)) % T  # the step in its episode (which may wrap)
+        remaining = table["length"].take(slot) - step  # steps left in the episode, this one included
         last = np.flatnonzero(remaining == 1)  # an episode's last step: its next observation is the final one
         n_relabel = int(self.her_ratio * batch_size)
-        kept = batch_size - n_relabel  # relabelling writes the other rows' goals and rewards: never read
-
-        # Random rows of a large ring are most of a sample's time (a training run samples once per update):
-        # take (a third of the time of indexing), and only the rows used.
-        def take(name: str, at: np.ndarray, rows: int = batch_size) -> np.ndarray:
-            if rows == batch_size:
-                return data[name].take(at, axis=0)
-            out = np.empty((batch_size, *data[name].shape[1:]), data[name].dtype)
-            out[:rows] = data[name].take(at[:rows], axis=0)
-            return out
-
-        goal_rows = {key: kept if key == "desired_goal" else batch_size for key in self.obs_specs}
-        next_obs = {key: take(f"obs/{key}", (index + n) % (T * n), goal_rows[key]) for key in self.obs_specs}
-        for key, final in self._finals.items():
-            next_obs[key][last] = final[slot[last]]
+        next_obs = {key: data[f"obs/{key}"].take((index + n) % (T * n), axis=0) for key in self.obs_specs}
+        for key in self.obs_specs:
+            next_obs[key][last] = table[f"final/{key}"][slot[last]]
         terminated = data["terminated"].take(index)
         batch = {
-            "observations": {key: take(f"obs/{key}", index, goal_rows[key]) for key in self.obs_specs},
+            "observations": {key: data[f"obs/{key}"].take(index, axis=0) for key in self.obs_specs},
             "actions": data["action"].take(index, axis=0),
-            "rewards": take("reward", index, kept),
+            "rewards": data["reward"].take(index),
             "next_observations": next_obs,
             "terminateds": terminated.astype(np.float32),
             "truncateds": (data["truncated"].take(index) & ~terminated).astype(np.float32),
@@ -703,9 +665,9 @@ class HerStorage:
         final = k == left[:, None]  # s_{t+k} is the episode's final observation
         finals_at = np.broadcast_to(slot[:, None], k.shape)[final]
         obs = {}
-        for key, values in self._finals.items():
+        for key in self.obs_specs:
             obs[key] = self._data[f"obs/{key}"].take((steps + n) % size, axis=0)
-            obs[key][final] = values[finals_at]
+            obs[key][final] = self._table[f"final/{key}"][finals_at]
         rewards, terminateds = self._data["reward"].take(steps), self._data["terminated"].take(steps)
         if kept < B:  # the relabelled rows: their goal, and the rewards (and flags) under it
             assert self.reward_fn is not None  # else _relabel raised
@@ -736,7 +698,7 @@ class HerStorage:
         size = self.steps_per_env * self.n_envs
         goals = self._data["obs/achieved_goal"].take((index + (delta + 1) * self.n_envs) % size, axis=0)
         last = np.flatnonzero(delta == left - 1)
-        goals[last] = self._finals["achieved_goal"][slot[last]]
+        goals[last] = self._table["final/achieved_goal"][slot[last]]
         # The goal is part of the state: the next observation pursues the same new goal.
         batch["observations"]["desired_goal"][v] = batch["next_observations"]["desired_goal"][v] = goals
         infos = self._infos(index)
