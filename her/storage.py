@@ -413,17 +413,16 @@ class HerStorage:
         ended = any(term.tolist()) or any(trunc.tolist()) if m is None else term.any() or trunc.any()
         done = (term | trunc).reshape(-1, n) if ended else None  # (steps, n_envs)
         self._check_finite(values, next_obs, done)
-        targets, values = self._targets, values[: k + 4]
+        targets = self._targets  # zip(targets, values): a step's values, not its next observations
         if self.info_keys or self.copy_info_dict:
             kept = self._kept_infos(infos, m)
-            targets, values = [*targets, *map(self._grid, kept)], [*values, *kept.values()]
+            targets, values = [*targets, *map(self._grid, kept)], [*values[: k + 4], *kept.values()]
         start, steps = 0, m or 1
         while start < steps:
             p = self._steps % T
             rows = min(steps - start, T - p)
             if self._steps >= T:  # a later lap: the steps these rows held leave the ring
                 self._episode[p * n : (p + rows) * n] = -1
-            # zip stops at the targets: a step's values then its next observations.
             for target, value in zip(targets, values, strict=False):
                 if m is None:
                     target[p] = value  # an integer index: a third faster than a slice, in every add
@@ -478,8 +477,10 @@ class HerStorage:
             return
         # One sum of the floats (few: as Python floats) is finite only if each is; a false alarm (an
         # overflow of huge values) passes the exact check of each array.
-        floats = [values[i] for i in self._float_fields]
-        if not cmath.isfinite(sum([sum(a.ravel().tolist()) if a.size < 256 else a.sum() for a in floats])):
+        total, floats = 0.0, [values[i] for i in self._float_fields]
+        for a in floats:
+            total += sum(a.ravel().tolist()) if a.size < 256 else a.sum()
+        if not cmath.isfinite(total):
             for i, a in zip(self._float_fields, floats, strict=True):
                 env_axis = a.ndim - 1 - len(self._specs[i][0])
                 checked(a, a.shape, a.dtype, self._labels[i], "", True, env_axis=env_axis)
