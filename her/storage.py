@@ -270,15 +270,9 @@ class HerStorage:
         """Transitions currently held (complete episodes or not)."""
         return min(self._steps, self.steps_per_env) * self.n_envs
 
-    def _whole(self) -> np.ndarray:
-        """Per table row: whether it holds an ended episode whose first step is still in the ring."""
-        return (self._table["id"] >= 0) & (self._table["first"] >= self._steps - self.steps_per_env)
-
     @property
     def num_sampleable(self) -> int:
         """Transitions that :meth:`sample` can return: those of complete episodes still whole."""
-        while self._sampleable and self._sampleable[0][0] < self._steps - self.steps_per_env:
-            self._n_sampleable -= heapq.heappop(self._sampleable)[1]  # its first step has left the ring
         return self._n_sampleable
 
     @property
@@ -304,7 +298,7 @@ class HerStorage:
 
     def episode_lengths(self) -> np.ndarray:
         """Lengths of the complete episodes that can be sampled, per env (oldest first) concatenated."""
-        whole = self._whole()
+        whole = (self._table["id"] >= 0) & (self._table["first"] >= self._steps - self.steps_per_env)
         order = np.lexsort((self._table["first"][whole], self._table["env"][whole]))
         return self._table["length"][whole][order]
 
@@ -438,6 +432,9 @@ class HerStorage:
                 self._begin[env] = end
                 self._earliest = int(self._begin.min())
             start += rows
+        # The sampleable episodes whose first step has left the ring leave the count.
+        while self._sampleable and self._sampleable[0][0] < self._steps - T:
+            self._n_sampleable -= heapq.heappop(self._sampleable)[1]
         for pending, value in zip(self._pending.values(), next_obs, strict=True):
             pending[...] = value if m is None else value[-1]  # a copy: the caller may change its arrays
         if self._steps - self._earliest > T:  # an unfinished episode has outgrown the ring
