@@ -12,7 +12,7 @@ with the same packages::
 
     "$MJ311"/bin/python tests/data/record_hand_golden.py
 
-It writes ``tests/data/hand_golden_mujoco-<version>.npz`` (about 1.2 MB), with, for each task (named by
+It writes ``tests/data/hand_golden_mujoco-<version>[-<label>].npz`` (about 1.2 MB), with, for each task (named by
 Gymnasium-Robotics' sparse id: ``HandReach-v3`` and the ``HandManipulate*-v1`` ids ours map to; its
 ``...Full`` ids are aliases of the plain ones, same class and kwargs, so ``HandManipulateBlock-v1``
 stands for ``HandManipulateBlockFull-v1`` too, listed in ``{task}/aliases``):
@@ -30,8 +30,19 @@ stands for ``HandManipulateBlockFull-v1`` too, listed in ``{task}/aliases``):
   fresh env of its own; the recorder checks that its observations, goals and successes were those of
   the sparse env bit for bit (the twins differ in the reward only);
 
-and ``meta/versions`` (the mujoco, gymnasium-robotics, gymnasium and numpy versions it ran with).
-Our envs draw random numbers in the same order, so the same seeds must give the same episodes.
+``meta/versions`` (the mujoco, gymnasium-robotics, gymnasium and numpy versions it ran with), and
+``meta/norm_values``: ``np.linalg.norm`` of 512 fixed 3- and 4-vectors (``norm_probe``) as this numpy
+computed them. Our envs draw random numbers in the same order, so the same seeds
+must give the same episodes.
+
+One file per MuJoCo and per class of OpenBLAS kernel: ``np.linalg.norm`` of a vector is a BLAS dot
+product, whose last bit depends on the kernel OpenBLAS picks for the CPU (its AVX-512 kernels and its
+AVX2 ones differ; ``OPENBLAS_CORETYPE`` forces one). Both libraries normalise quaternions and axes with
+it, and the settling of a reset amplifies a flipped last bit to ~4e-7 (the Egg tasks, reset seed 2).
+The tests use the file whose norms this numpy reproduces. The 4.0.0 files were recorded with::
+
+    OPENBLAS_CORETYPE=SkylakeX python tests/data/record_hand_golden.py avx512
+    OPENBLAS_CORETYPE=Haswell python tests/data/record_hand_golden.py avx2
 """
 
 from __future__ import annotations
@@ -150,7 +161,14 @@ def record(task_index: int, task: str) -> dict[str, np.ndarray]:
     return out
 
 
-def main() -> int:
+def norm_probe() -> np.ndarray:
+    """This numpy's norms of 512 fixed vectors (256 of 3 entries, 256 of 4), taken one vector at a
+    time as the envs take them (a BLAS dot product each): equal where the OpenBLAS kernels agree."""
+    vectors = np.random.default_rng(0).normal(size=(512, 4))
+    return np.array([np.linalg.norm(v[:3] if i < 256 else v) for i, v in enumerate(vectors)])
+
+
+def main(label: str = "") -> int:
     import gymnasium_robotics
     import mujoco
     from gr_mujoco_shim import int_enum_mujoco
@@ -158,7 +176,7 @@ def main() -> int:
 
     mujoco_utils.mujoco = int_enum_mujoco()  # a no-op on MuJoCo <= 3.11, needed on >= 3.12
     gym.register_envs(gymnasium_robotics)
-    out = Path(__file__).with_name(f"hand_golden_mujoco-{mujoco.__version__}.npz")
+    out = Path(__file__).with_name(f"hand_golden_mujoco-{mujoco.__version__}{'-' * bool(label)}{label}.npz")
     data: dict[str, np.ndarray] = {}
     start = time.perf_counter()
     for i, task in enumerate(TASKS):
@@ -166,6 +184,7 @@ def main() -> int:
         print(f"recorded {task} and {dense_id(task)}", file=sys.stderr)
     versions = {p: version(p) for p in ("mujoco", "gymnasium-robotics", "gymnasium", "numpy")}
     data["meta/versions"] = np.array([f"{k}=={v}" for k, v in versions.items()])
+    data["meta/norm_values"] = norm_probe()
     np.savez_compressed(out, **data)
     print(
         f"wrote {out} ({out.stat().st_size / 1024:.0f} KB) in {time.perf_counter() - start:.0f} s "
@@ -176,4 +195,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(*sys.argv[1:2]))

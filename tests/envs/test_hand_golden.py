@@ -3,7 +3,10 @@
 The goldens were recorded from Gymnasium-Robotics 1.4.2 ``HandReach-v3`` and ``HandManipulate*-v1`` by
 ``tests/data/record_hand_golden.py``: on MuJoCo 3.11 as shipped, on MuJoCo >= 3.12 through the
 test-only shim of ``tests/data/gr_mujoco_shim.py``. The tests read the installed MuJoCo's goldens where
-there are some, else the 3.11 ones. On the MuJoCo they were recorded with, each of our 24 ids
+there are some, else the 3.11 ones. The installed MuJoCo may have one file per class of OpenBLAS kernel
+(numpy's norms, which both libraries take of quaternions, differ in the last bit between them; the
+recorder says more): the tests read the one whose recorded norms this numpy reproduces. On the MuJoCo
+(and kernel) they were recorded with, each of our 24 ids
 reproduces every recorded array to 1e-9 (seeded resets, and two consecutive episodes of seeded random
 actions: observations, goals, rewards, its own sparse or dense ones, and successes). On another MuJoCo
 the physics differ (the settled object, contacts), so only the goal draws are compared there; those
@@ -28,17 +31,30 @@ if __import__("importlib").util.find_spec("gymnasium_robotics") is None:
     )
 
 import goalenvs  # noqa: E402
+from tests.data.record_hand_golden import norm_probe  # noqa: E402
 
 DATA = Path(__file__).parents[1] / "data"
 FILES = sorted(DATA.glob("hand_golden_mujoco-*.npz"))
-# Goldens recorded on the installed MuJoCo where there are some, else the 3.11 ones.
-_OWN = DATA / f"hand_golden_mujoco-{mujoco.__version__}.npz"
-GOLDEN = np.load(_OWN if _OWN.exists() else DATA / "hand_golden_mujoco-3.11.0.npz")
+
+
+def own_golden() -> Path | None:
+    """The installed MuJoCo's goldens recorded with this numpy's norms (a file from before the norms
+    were recorded matches any), or None."""
+    norms = norm_probe()
+    for path in sorted(DATA.glob(f"hand_golden_mujoco-{mujoco.__version__}*.npz")):
+        golden = np.load(path)
+        if "meta/norm_values" not in golden.files or np.array_equal(golden["meta/norm_values"], norms):
+            return path
+    return None
+
+
+GOLDEN = np.load(own_golden() or DATA / "hand_golden_mujoco-3.11.0.npz")
 GOLDEN_MUJOCO = str(GOLDEN["meta/versions"][0]).split("==")[1]
 SAME_MUJOCO = mujoco.__version__ == GOLDEN_MUJOCO
 OTHER_MUJOCO = (
-    f"goldens of MuJoCo {GOLDEN_MUJOCO}, not of the installed {mujoco.__version__}, whose physics differ: "
-    "only the goal draws are compared there (test_golden_goal_draws)"
+    f"no goldens of the installed MuJoCo {mujoco.__version__} whose numpy norms (OpenBLAS kernel) are "
+    f"this one's, and the physics of {GOLDEN_MUJOCO}'s differ: only the goal draws are compared "
+    "(test_golden_goal_draws)"
 )
 TOL = 1e-9
 HAND_IDS = [e.id for e in goalenvs.ENVS if e.name.startswith("Hand")]
@@ -79,8 +95,8 @@ def test_ci_compares_against_goldens_of_its_own_mujoco() -> None:
     # Against another MuJoCo's goldens only the goal draws are compared: CI must have goldens of the
     # MuJoCo it installs.
     assert SAME_MUJOCO, (
-        f"no hand goldens for MuJoCo {mujoco.__version__} (only {GOLDEN_MUJOCO}): record them with "
-        "`python tests/data/record_hand_golden.py` and commit the file"
+        f"no hand goldens for MuJoCo {mujoco.__version__} and this numpy's OpenBLAS kernel: record them "
+        "with `python tests/data/record_hand_golden.py LABEL` and commit the file"
     )
 
 
