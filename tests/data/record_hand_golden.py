@@ -12,7 +12,7 @@ with the same packages::
 
     "$MJ311"/bin/python tests/data/record_hand_golden.py
 
-It writes ``tests/data/hand_golden_mujoco-<version>[-<label>].npz`` (about 1.2 MB), with, for each task (named by
+It writes ``tests/data/hand_golden_mujoco-<version>-<label>.npz`` (about 1.2 MB), with, for each task (named by
 Gymnasium-Robotics' sparse id: ``HandReach-v3`` and the ``HandManipulate*-v1`` ids ours map to; its
 ``...Full`` ids are aliases of the plain ones, same class and kwargs, so ``HandManipulateBlock-v1``
 stands for ``HandManipulateBlockFull-v1`` too, listed in ``{task}/aliases``):
@@ -38,8 +38,9 @@ must give the same episodes.
 One file per MuJoCo and per class of OpenBLAS kernel: ``np.linalg.norm`` of a vector is a BLAS dot
 product, whose last bit depends on the kernel OpenBLAS picks for the CPU (its AVX-512 kernels and its
 AVX2 ones differ; ``OPENBLAS_CORETYPE`` forces one). Both libraries normalise quaternions and axes with
-it, and the settling of a reset amplifies a flipped last bit to ~4e-7 (the Egg tasks, reset seed 2).
-The tests use the file whose norms this numpy reproduces. The 4.0.0 files were recorded with::
+it, and the settling of a reset amplifies a flipped last bit to ~4e-7 (the Egg tasks' resets).
+The tests use the file whose norms this numpy reproduces. Each MuJoCo's two files were recorded with
+(``"$MJ311"/bin/python`` for 3.11.0; SkylakeX's kernels need AVX-512)::
 
     OPENBLAS_CORETYPE=SkylakeX python tests/data/record_hand_golden.py avx512
     OPENBLAS_CORETYPE=Haswell python tests/data/record_hand_golden.py avx2
@@ -168,7 +169,7 @@ def norm_probe() -> np.ndarray:
     return np.array([np.linalg.norm(v[:3] if i < 256 else v) for i, v in enumerate(vectors)])
 
 
-def main(label: str = "") -> int:
+def main(label: str) -> int:
     import gymnasium_robotics
     import mujoco
     from gr_mujoco_shim import int_enum_mujoco
@@ -176,7 +177,7 @@ def main(label: str = "") -> int:
 
     mujoco_utils.mujoco = int_enum_mujoco()  # a no-op on MuJoCo <= 3.11, needed on >= 3.12
     gym.register_envs(gymnasium_robotics)
-    out = Path(__file__).with_name(f"hand_golden_mujoco-{mujoco.__version__}{'-' * bool(label)}{label}.npz")
+    out = Path(__file__).with_name(f"hand_golden_mujoco-{mujoco.__version__}-{label}.npz")
     data: dict[str, np.ndarray] = {}
     start = time.perf_counter()
     for i, task in enumerate(TASKS):
@@ -195,4 +196,8 @@ def main(label: str = "") -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(*sys.argv[1:2]))
+    if len(sys.argv) != 2:
+        raise SystemExit(
+            "usage: python tests/data/record_hand_golden.py LABEL (avx512 or avx2: the OpenBLAS kernels)"
+        )
+    raise SystemExit(main(sys.argv[1]))

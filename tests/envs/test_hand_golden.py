@@ -2,11 +2,10 @@
 
 The goldens were recorded from Gymnasium-Robotics 1.4.2 ``HandReach-v3`` and ``HandManipulate*-v1`` by
 ``tests/data/record_hand_golden.py``: on MuJoCo 3.11 as shipped, on MuJoCo >= 3.12 through the
-test-only shim of ``tests/data/gr_mujoco_shim.py``. The tests read the installed MuJoCo's goldens where
-there are some, else the 3.11 ones. The installed MuJoCo may have one file per class of OpenBLAS kernel
-(numpy's norms, which both libraries take of quaternions, differ in the last bit between them; the
-recorder says more): the tests read the one whose recorded norms this numpy reproduces. On the MuJoCo
-(and kernel) they were recorded with, each of our 24 ids
+test-only shim of ``tests/data/gr_mujoco_shim.py``, one file per MuJoCo and class of OpenBLAS kernel
+(numpy's norms, which both libraries take of quaternions, differ in the last bit between the classes;
+the recorder says more). The tests read the installed MuJoCo's file whose recorded norms this numpy
+reproduces. On the MuJoCo (and kernel) they were recorded with, each of our 24 ids
 reproduces every recorded array to 1e-9 (seeded resets, and two consecutive episodes of seeded random
 actions: observations, goals, rewards, its own sparse or dense ones, and successes). On another MuJoCo
 the physics differ (the settled object, contacts), so only the goal draws are compared there; those
@@ -38,17 +37,15 @@ FILES = sorted(DATA.glob("hand_golden_mujoco-*.npz"))
 
 
 def own_golden() -> Path | None:
-    """The installed MuJoCo's goldens recorded with this numpy's norms (a file from before the norms
-    were recorded matches any), or None."""
+    """The installed MuJoCo's goldens recorded with this numpy's norms, or None."""
     norms = norm_probe()
-    for path in sorted(DATA.glob(f"hand_golden_mujoco-{mujoco.__version__}*.npz")):
-        golden = np.load(path)
-        if "meta/norm_values" not in golden.files or np.array_equal(golden["meta/norm_values"], norms):
+    for path in sorted(DATA.glob(f"hand_golden_mujoco-{mujoco.__version__}-*.npz")):
+        if np.array_equal(np.load(path)["meta/norm_values"], norms):
             return path
     return None
 
 
-GOLDEN = np.load(own_golden() or DATA / "hand_golden_mujoco-3.11.0.npz")
+GOLDEN = np.load(own_golden() or FILES[0])  # another MuJoCo's: its goal draws are compared
 GOLDEN_MUJOCO = str(GOLDEN["meta/versions"][0]).split("==")[1]
 SAME_MUJOCO = mujoco.__version__ == GOLDEN_MUJOCO
 OTHER_MUJOCO = (
