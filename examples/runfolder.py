@@ -17,6 +17,7 @@ import re
 import shutil
 import signal
 import sys
+import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -63,9 +64,8 @@ class Range:
         return f"{what}, {lo}{name}{hi}" if lo or hi else what
 
     def accepts(self, value: Any) -> bool:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            return False
-        if self.kind is int and not isinstance(value, int):
+        kinds = int if self.kind is int else int | float
+        if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value):
             return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
@@ -112,17 +112,17 @@ def add_settings(parser: argparse.ArgumentParser, config: type) -> None:
 
 
 def check_new_folder(path: Path, option: str) -> None:
-    """Raise :class:`RunError` unless ``path`` is a folder or one this process can make; writes nothing."""
+    """Raise :class:`RunError` unless ``path`` is a folder or one this process can make; leaves nothing."""
     accepted = "accepted: a folder (made if it does not exist)"
     if os.path.lexists(path) and not path.is_dir():
         raise RunError(f"{option}: {path} is a file, not a folder; {accepted}")
     ancestor = path
     while not os.path.lexists(ancestor) and ancestor != ancestor.parent:
         ancestor = ancestor.parent
-    if not ancestor.is_dir():
-        raise RunError(f"{option}: {path} cannot be made, as {ancestor} is a file; {accepted}")
-    if not os.access(ancestor, os.W_OK | os.X_OK):
-        raise RunError(f"{option}: {path} cannot be written, as {ancestor} is not writable; {accepted}")
+    try:  # a folder made and removed in it: os.access trusts mode bits, which root passes on /proc
+        os.rmdir(tempfile.mkdtemp(prefix=".probe-", dir=ancestor))
+    except OSError as e:  # under a file, on a read-only or virtual file system, without permission
+        raise RunError(f"{option}: {path} cannot be made in {ancestor} ({e.strerror}); {accepted}") from None
 
 
 def tensorboard_folder(

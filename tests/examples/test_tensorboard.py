@@ -250,8 +250,10 @@ def test_train_run_without_tensorboard_gets_it_on_resume(tmp_path: Path) -> None
 
 # ------------------------------------------------------------------------------ refusals
 @pytest.mark.parametrize("script", ["her_ddpg", "train"])
-@pytest.mark.parametrize("case", ["a-file", "under-a-file", "empty"])
+@pytest.mark.parametrize("case", ["a-file", "under-a-file", "unmakeable", "empty"])
 def test_a_bad_tensorboard_value_is_one_line_and_nothing_is_written(script, case, tmp_path, capsys) -> None:
+    if case == "unmakeable" and not Path("/proc/self").is_dir():
+        pytest.skip("needs Linux's /proc, where no folder can be made (its mode bits let root write)")
     main, argv, prefix = {
         "her_ddpg": (her_ddpg.main, [*TINY, "--epochs", "1"], "her_ddpg.py: error: "),
         "train": (train.main, BITFLIP, "train.py: error: "),
@@ -262,8 +264,9 @@ def test_a_bad_tensorboard_value_is_one_line_and_nothing_is_written(script, case
         "a-file": (str(mine), f"--tensorboard: {mine} is a file, not a folder; accepted: a folder"),
         "under-a-file": (
             str(mine / "tb"),
-            f"--tensorboard: {mine / 'tb'} cannot be made, as {mine} is a file",
+            f"--tensorboard: {mine / 'tb'} cannot be made in {mine} (Not a directory)",
         ),
+        "unmakeable": ("/proc/goalenvs-tb", "--tensorboard: /proc/goalenvs-tb cannot be made in /proc ("),
         "empty": ("", "--tensorboard: '' is not accepted: expected a folder's path"),
     }[case]
     out = tmp_path / "out"
