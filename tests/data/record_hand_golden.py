@@ -5,12 +5,14 @@ Run it from the repository root with the MuJoCo the goldens are for; on MuJoCo >
 Gymnasium-Robotics 1.4.2 cannot build the hand by itself, it goes through the test-only shim in
 ``gr_mujoco_shim.py`` (plain-int joint enums; the physics are MuJoCo's own)::
 
-    python tests/data/record_hand_golden.py
+    python tests/data/record_hand_golden.py LABEL
 
 The 3.11 goldens came from the separate virtual environment of ``record_fetch_golden.py`` (``MJ311``)
 with the same packages::
 
-    "$MJ311"/bin/python tests/data/record_hand_golden.py
+    "$MJ311"/bin/python tests/data/record_hand_golden.py LABEL
+
+``LABEL`` names the class of OpenBLAS kernel it ran with (below).
 
 It writes ``tests/data/hand_golden_mujoco-<version>-<label>.npz`` (about 1.2 MB), with, for each task (named by
 Gymnasium-Robotics' sparse id: ``HandReach-v3`` and the ``HandManipulate*-v1`` ids ours map to; its
