@@ -64,8 +64,8 @@ class Range:
         return f"{what}, {lo}{name}{hi}" if lo or hi else what
 
     def accepts(self, value: Any) -> bool:
-        kinds = int if self.kind is int else int | float
-        if isinstance(value, bool) or not isinstance(value, kinds) or not math.isfinite(value):
+        kinds = int if self.kind is int else int | float  # below: isfinite would overflow on huge ints
+        if isinstance(value, bool) or not isinstance(value, kinds) or not -math.inf < value < math.inf:
             return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
